@@ -1,0 +1,190 @@
+"""The cassette file: vcrpy's YAML format (stock vcrpy loads it), written deterministically and atomically.
+
+Layout (vcrpy `version: 1`):
+
+    interactions:
+    - request:  {method, uri, headers: {name: [values]}, body: <text or null>}
+      response: {status: {code, message}, headers: {name: [values]}, body: {string: <text>}}
+    version: 1
+
+Readability rules: JSON bodies are re-indented (2 spaces, key order kept) and written as YAML block
+strings; SSE is kept as text. Header names are lower-cased; keys are sorted. Interactions keep the order
+in which the conversation made them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ._errors import InputError
+from ._io import atomic_write_text
+from ._mcp import FETCH_TOOL, is_missing_page, parse_jsonrpc_reply, tool_result_text
+
+CASSETTE_SUFFIX = ".yaml"
+
+try:  # libyaml is ~10x faster; fall back to pure Python where it is missing
+    _Loader: Any = yaml.CSafeLoader
+    _Dumper: Any = yaml.CSafeDumper
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    _Loader, _Dumper = yaml.SafeLoader, yaml.SafeDumper
+
+
+@dataclass
+class Interaction:
+    """One HTTP exchange as stored in a cassette."""
+
+    method: str
+    uri: str
+    request_body: str | None
+    status: int
+    response_body: str
+    request_headers: dict[str, list[str]] = field(default_factory=dict)
+    response_headers: dict[str, list[str]] = field(default_factory=dict)
+    reason: str = ""
+
+    def header(self, name: str) -> str | None:
+        values = self.response_headers.get(name.lower())
+        return values[0] if values else None
+
+    def request_json(self) -> Any:
+        """The request body parsed as JSON, or None."""
+        if not self.request_body:
+            return None
+        try:
+            return json.loads(self.request_body)
+        except json.JSONDecodeError:
+            return None
+
+    def to_vcr(self) -> dict[str, Any]:
+        return {
+            "request": {
+                "method": self.method,
+                "uri": self.uri,
+                "headers": {k: list(v) for k, v in sorted(self.request_headers.items())},
+                "body": _readable(self.request_body),
+            },
+            "response": {
+                "status": {"code": self.status, "message": self.reason},
+                "headers": {k: list(v) for k, v in sorted(self.response_headers.items())},
+                "body": {"string": _readable(self.response_body)},
+            },
+        }
+
+    @classmethod
+    def from_vcr(cls, d: dict[str, Any]) -> Interaction:
+        req, resp = d["request"], d["response"]
+        body = resp.get("body", {})
+        rbody = body.get("string", "") if isinstance(body, dict) else body
+        if isinstance(rbody, bytes):
+            rbody = rbody.decode("utf-8", "replace")
+        qbody = req.get("body")
+        if isinstance(qbody, bytes):
+            qbody = qbody.decode("utf-8", "replace")
+        return cls(
+            method=req["method"],
+            uri=req["uri"],
+            request_body=qbody,
+            status=int(resp["status"]["code"]),
+            reason=resp["status"].get("message") or "",
+            response_body=rbody or "",
+            request_headers=_headers(req.get("headers")),
+            response_headers=_headers(resp.get("headers")),
+        )
+
+
+def _headers(raw: Any) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for k, v in (raw or {}).items():
+        out.setdefault(str(k).lower(), []).extend(v if isinstance(v, list) else [v])
+    return {k: [str(x) for x in v] for k, v in out.items()}
+
+
+def _readable(body: str | None) -> str | None:
+    """JSON bodies re-indented for people and diffs; anything else unchanged."""
+    if not body or body[:1] not in "{[":
+        return body
+    try:
+        return json.dumps(json.loads(body), indent=2, ensure_ascii=False)
+    except json.JSONDecodeError:
+        return body
+
+
+class _BlockDumper(_Dumper):  # type: ignore[misc,valid-type]
+    pass
+
+
+def _str_representer(dumper: Any, value: str) -> Any:
+    # Block style where YAML can round-trip it exactly; quoted otherwise (CR, tabs, trailing spaces).
+    if "\n" in value and "\r" not in value and not any(l != l.rstrip() for l in value.split("\n")):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_BlockDumper.add_representer(str, _str_representer)
+
+
+def dumps_cassette(interactions: list[Interaction]) -> str:
+    data = {"interactions": [i.to_vcr() for i in interactions], "version": 1}
+    return yaml.dump(data, Dumper=_BlockDumper, sort_keys=True, allow_unicode=True, width=100_000)
+
+
+def save_cassette(path: str | Path, interactions: list[Interaction]) -> None:
+    """Write atomically: a crash mid-write leaves the previous file (or none), never half of one."""
+    atomic_write_text(path, dumps_cassette(interactions))
+
+
+def load_cassette(path: str | Path) -> list[Interaction]:
+    """Load a vcrpy YAML cassette (ours or stock) into interactions."""
+    path = Path(path)
+    try:
+        data = yaml.load(path.read_text("utf-8"), Loader=_Loader)
+    except FileNotFoundError as exc:
+        raise InputError(path, "no such cassette") from exc
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InputError(path, f"not a readable cassette ({str(exc).splitlines()[0]})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
+        raise InputError(path, "not a vcrpy cassette: no 'interactions' list")
+    try:
+        return [Interaction.from_vcr(d) for d in data["interactions"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(path, f"malformed interaction in cassette ({exc!r})") from exc
+
+
+# --------------------------------------------------------------------------- reading Learn traffic
+
+
+@dataclass(frozen=True)
+class LearnCall:
+    """One Learn `tools/call` found in a cassette, with its reply text."""
+
+    tool: str
+    arguments: dict[str, Any]
+    text: str
+    is_error: bool
+
+    @property
+    def page_missing(self) -> bool:
+        return self.tool == FETCH_TOOL and (self.is_error or is_missing_page(self.text))
+
+
+def learn_calls(interactions: list[Interaction]) -> list[LearnCall]:
+    """Every Learn tool call of a cassette, in order."""
+    out = []
+    for it in interactions:
+        req = it.request_json()
+        if not isinstance(req, dict) or req.get("method") != "tools/call":
+            continue
+        params = req.get("params") or {}
+        try:
+            message = parse_jsonrpc_reply(it.response_body, it.header("content-type"))
+        except (ValueError, json.JSONDecodeError):
+            out.append(LearnCall(params.get("name", ""), params.get("arguments") or {}, "", True))
+            continue
+        text, is_error = tool_result_text(message)
+        out.append(LearnCall(params.get("name", ""), params.get("arguments") or {}, text, is_error))
+    return out

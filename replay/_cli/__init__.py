@@ -1,0 +1,1 @@
+"""The `judge-replay` command line: one click group, one module per command."""

@@ -1,0 +1,12 @@
+"""`judge-replay grade` (not built yet)."""
+
+import click
+
+from .._errors import UsageError
+
+
+@click.command("grade", context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1)
+def command(args: tuple[str, ...]) -> None:
+    """(not built yet)"""
+    raise UsageError("'grade' is not built yet")

@@ -1,0 +1,77 @@
+"""The errors judge-replay raises, each with a message written for the person who reads it.
+
+    ReplayError                 base; carries the CLI exit code
+    ├── InputError (2)          a file or argument is malformed: names the file and what is wrong
+    ├── UsageError (2)          the command cannot run as asked (missing key, unreachable URL, frozen run)
+    ├── LearnError (2)          the Learn MCP endpoint failed in a way the judge cannot work around
+    ├── CassetteMiss (1)        replay met a request that is not in the cassette
+    ├── CheckFailed (1)         a check the command exists to make failed (audit finding, verify mismatch)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ReplayError(Exception):
+    """Base of every error of ours; `main()` prints `str(err)` and exits with `exit_code`."""
+
+    exit_code = 2
+
+
+class InputError(ReplayError):
+    """A malformed input file: the message names the file and says what is wrong."""
+
+    exit_code = 2
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}")
+
+
+class UsageError(ReplayError):
+    """The command cannot run as asked."""
+
+    exit_code = 2
+
+
+class LearnError(ReplayError):
+    """The Learn MCP endpoint failed (unreachable, protocol error)."""
+
+    exit_code = 2
+
+
+class CassetteMiss(ReplayError):
+    """A request during replay that the cassette does not hold."""
+
+    exit_code = 1
+
+    def __init__(
+        self,
+        *,
+        claims_file: str,
+        request: str,
+        closest: str | None,
+        rerecord: str,
+        detail: str = "",
+    ) -> None:
+        self.claims_file = claims_file
+        self.request = request
+        self.closest = closest
+        self.rerecord = rerecord
+        lines = [
+            f"cassette miss while replaying {claims_file}",
+            f"  request:  {request}",
+            f"  closest recorded: {closest or '(none: the cassette holds no request of this kind)'}",
+        ]
+        if detail:
+            lines.append(f"  differs in: {detail}")
+        lines.append(f"  to re-record: {rerecord}")
+        super().__init__("\n".join(lines))
+
+
+class CheckFailed(ReplayError):
+    """A check the command exists to make failed; the findings were already printed."""
+
+    exit_code = 1

@@ -1,0 +1,157 @@
+"""Reading our input files (claims, gold, results) with errors that name the file, and atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ._errors import InputError
+from ._records import ClaimsBatch, FileResult, GoldSet, ResultsFile
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write to a temporary file beside `path`, then rename: a crash never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def dump_json(data: Any) -> str:
+    """Our JSON style for files people read and diff: 2-space indent, UTF-8, trailing newline."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_model(path: str | Path, model: BaseModel) -> None:
+    atomic_write_text(path, dump_json(model.model_dump(mode="json", exclude_none=False)))
+
+
+def read_json(path: str | Path) -> Any:
+    """Parse a JSON file; a missing, unreadable or malformed file is an InputError naming it."""
+    path = Path(path)
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError as exc:
+        raise InputError(path, "no such file") from exc
+    except IsADirectoryError as exc:
+        raise InputError(path, "is a folder, expected a JSON file") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"cannot read ({exc})") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
+
+
+def validate(path: str | Path, model: type[M], data: Any, what: str) -> M:
+    """Validate parsed data against a record; the error names the file and the first problem."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise InputError(path, f"not a valid {what}: {where}: {err['msg']}") from exc
+
+
+def claims_paths(paths: list[str | Path]) -> list[Path]:
+    """Expand files and folders (their `*.json`, recursively, sorted) into claims file paths."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*.json") if q.is_file())
+            if not found:
+                raise InputError(p, "folder holds no *.json claims files")
+            out.extend(found)
+        elif p.exists():
+            out.append(p)
+        else:
+            raise InputError(p, "no such file or folder")
+    return out
+
+
+def load_claims_batch(path: str | Path) -> ClaimsBatch:
+    batch = validate(path, ClaimsBatch, read_json(path), "claims file")
+    seen: set[str] = set()
+    for claim in batch.claims:
+        if claim.id in seen:
+            raise InputError(path, f"claim id {claim.id!r} appears twice")
+        seen.add(claim.id)
+    return batch
+
+
+def load_claims(paths: list[str | Path]) -> list[tuple[Path, ClaimsBatch]]:
+    """Every claims batch under `paths`, all validated before anything else happens."""
+    batches = [(p, load_claims_batch(p)) for p in claims_paths(paths)]
+    files: dict[str, Path] = {}
+    for p, b in batches:
+        if b.file in files:
+            raise InputError(p, f"file {b.file!r} is also the subject of {files[b.file]}")
+        files[b.file] = p
+    return batches
+
+
+def load_gold(path: str | Path) -> GoldSet:
+    gold = validate(path, GoldSet, read_json(path), "gold set")
+    seen: set[tuple[str, str]] = set()
+    for item in gold.items:
+        key = (item.file, item.id)
+        if key in seen:
+            raise InputError(path, f"gold item {item.file}:{item.id} appears twice")
+        seen.add(key)
+    return gold
+
+
+def parse_results(path: str | Path, data: Any) -> ResultsFile:
+    """A results file, a bare list of per-file outputs, or a single per-file output."""
+    if isinstance(data, list):
+        data = {"files": data}
+    elif isinstance(data, dict) and "results" in data and "files" not in data:
+        data = {"files": [data]}
+    if isinstance(data, dict) and "files" not in data:
+        raise InputError(path, "not a results file: it has no 'files' list (nor 'results')")
+    results = validate(path, ResultsFile, data, "results file")
+    _check_results(path, results)
+    return results
+
+
+def _check_results(path: str | Path, results: ResultsFile) -> None:
+    seen: set[tuple[str, str]] = set()
+    for fr in results.files:
+        for r in fr.results:
+            key = (fr.file, r.id)
+            if key in seen:
+                raise InputError(path, f"result {fr.file}:{r.id} appears twice")
+            seen.add(key)
+
+
+def results_json_path(path: str | Path) -> Path:
+    """A results path: a run folder means its `results.json`."""
+    p = Path(path)
+    return p / "results.json" if p.is_dir() else p
+
+
+def load_results(path: str | Path) -> ResultsFile:
+    """Results from a run folder or a results JSON file (any of the three accepted shapes)."""
+    p = results_json_path(path)
+    if Path(path).is_dir() and not p.exists():
+        raise InputError(path, "run folder has no results.json")
+    return parse_results(p, read_json(p))

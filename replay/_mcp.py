@@ -1,0 +1,79 @@
+"""Wire details of the Learn MCP endpoint shared by client, stand-in and cassette reader: SSE, JSON-RPC, URLs."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+FETCH_TOOL = "microsoft_docs_fetch"
+SEARCH_TOOL = "microsoft_docs_search"
+PROTOCOL_VERSION = "2025-03-26"
+SESSION_HEADER = "Mcp-Session-Id"
+MISSING_PAGE_MARKER = "could not be retrieved"
+_LOCALE = re.compile(r"^/[a-z]{2}-[a-z]{2}(?=/|$)", re.I)
+
+
+def normalise_learn_url(url: str) -> str:
+    """SPEC.md URL normalisation: scheme and host lower-cased, `/en-us/`-style locale, fragment and
+    trailing slash dropped."""
+    parts = urlsplit(url.strip())
+    path = _LOCALE.sub("", parts.path)
+    if len(path) > 1:
+        path = path.rstrip("/")
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, parts.query, ""))
+
+
+def is_missing_page(text: str) -> bool:
+    """The Learn fetch tool answers an unreadable URL with ordinary text saying so: that is no page."""
+    return MISSING_PAGE_MARKER in text.lower()[:400]
+
+
+def missing_page_text(url: str) -> str:
+    return f"The page at {url} could not be retrieved. It may not exist, or a network error occurred."
+
+
+def sse_message(payload: dict[str, Any]) -> str:
+    """One SSE `event: message` carrying a JSON-RPC message, with CRLF line ends (as Learn sends)."""
+    return f"event: message\r\ndata: {json.dumps(payload, ensure_ascii=False, separators=(',', ':'))}\r\n\r\n"
+
+
+def parse_jsonrpc_reply(body: str, content_type: str | None) -> dict[str, Any]:
+    """The JSON-RPC message of a reply, whether sent as `application/json` or as one SSE event.
+
+    Raises ValueError when the body holds no JSON-RPC message.
+    """
+    ctype = (content_type or "").lower()
+    text = body.strip()
+    if "text/event-stream" in ctype or text.startswith(("event:", "data:", "id:", ":")):
+        data_lines: list[str] = []
+        for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+            if line.startswith("data:"):
+                data_lines.append(line[5:].lstrip(" ") if line[5:6] == " " else line[5:])
+            elif not line and data_lines:
+                break  # end of the first event
+        if not data_lines:
+            raise ValueError("the event stream holds no data line")
+        text = "\n".join(data_lines)
+    message = json.loads(text)
+    if not isinstance(message, dict):
+        raise ValueError("the reply is not a JSON-RPC object")
+    return message
+
+
+def tool_result_text(message: dict[str, Any]) -> tuple[str, bool]:
+    """(text of the tool result's content items joined, isError) of a `tools/call` reply."""
+    result = message.get("result") or {}
+    parts = [c.get("text", "") for c in result.get("content", []) if c.get("type") == "text"]
+    return "\n".join(parts), bool(result.get("isError"))
+
+
+def search_result_urls(text: str) -> list[str]:
+    """The `contentUrl`s of a search result text, in rank order (empty when it is not the JSON we know)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return []
+    results = data.get("results") if isinstance(data, dict) else None
+    return [r["contentUrl"] for r in results or [] if isinstance(r, dict) and r.get("contentUrl")]

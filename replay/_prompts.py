@@ -1,0 +1,82 @@
+"""Judge prompts: the bundled versions (v1, v2, v3) or a prompt file, rendered for one claims batch."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from ._errors import InputError
+from ._records import ClaimsBatch
+from ._text import sha256_text
+
+BUNDLED = ("v1", "v2", "v3")
+_BATCH_FENCE = re.compile(r"## Batch to judge[^\n]*\n+```json\n(.*?)\n```", re.S)
+CALIBRATION_HEADING = re.compile(r"\*\*(R\d) — ([^.*]+)")
+"""A calibration rule heading as v3 writes it: `**R1 — Lower-bound understatement ...`."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt template: its name (bundled name or path), text and sha256."""
+
+    name: str
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return sha256_text(self.text)
+
+    def render(self, batch: ClaimsBatch) -> str:
+        """The prompt with the claims file name and the batch inserted."""
+        return self.text.replace("{{file}}", batch.file).replace("{{batch}}", render_batch(batch))
+
+
+def render_batch(batch: ClaimsBatch) -> str:
+    """The batch as a fenced JSON array, one claim per line (what the judge, and the stand-in, read)."""
+    rows = [
+        json.dumps(
+            {"id": c.id, "claim": c.claim, "claim_type": c.claim_type, "evidence_url": c.evidence_url},
+            ensure_ascii=False,
+        )
+        for c in batch.claims
+    ]
+    return "```json\n[\n" + ",\n".join(rows) + "\n]\n```"
+
+
+def parse_rendered_batch(text: str) -> list[dict] | None:
+    """The claims of a rendered prompt, or None when the text holds no batch."""
+    m = _BATCH_FENCE.search(text)
+    if not m:
+        return None
+    try:
+        claims = json.loads(m.group(1))
+    except json.JSONDecodeError:
+        return None
+    return claims if isinstance(claims, list) else None
+
+
+def load_prompt(name_or_path: str) -> Prompt:
+    """A bundled prompt by name (`v1`, `v2`, `v3`) or a prompt file by path."""
+    if name_or_path in BUNDLED:
+        text = resources.files("replay.prompts").joinpath(f"{name_or_path}.md").read_text("utf-8")
+        return Prompt(name_or_path, text)
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise InputError(
+            name_or_path, f"no such prompt: give a bundled name ({', '.join(BUNDLED)}) or a prompt file"
+        )
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"cannot read the prompt file ({exc})") from exc
+    if "{{batch}}" not in text:
+        raise InputError(path, "the prompt has no {{batch}} placeholder where the claims go")
+    return Prompt(str(path), text)
+
+
+def calibration_rules(text: str) -> dict[str, str]:
+    """The calibration rules a prompt defines: rule id -> its title."""
+    return {m.group(1): m.group(2).strip() for m in CALIBRATION_HEADING.finditer(text)}

@@ -1,0 +1,318 @@
+"""Every record judge-replay reads or writes, defined once (pydantic); JSON schemas come from here."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ClaimType = Literal["version", "tpm", "sku", "region", "status", "taxonomy"]
+Verdict = Literal["grounded", "not_grounded", "source_silent"]
+GoldLabel = Literal["correct", "outdated", "wrong", "unsourced"]
+FlipCause = Literal["prompt", "page", "prompt+page", "evidence_path", "model", "unknown"]
+DriftStatus = Literal["unchanged", "changed-quote-intact", "quote-gone", "value-changed", "page-gone"]
+RunMode = Literal["live", "record", "replay"]
+
+GOLD_TO_VERDICT: dict[str, Verdict] = {
+    "correct": "grounded",
+    "outdated": "not_grounded",
+    "wrong": "not_grounded",
+    "unsourced": "source_silent",
+}
+"""SPEC.md's gold-to-verdict map."""
+
+VERDICTS: tuple[Verdict, ...] = ("grounded", "not_grounded", "source_silent")
+LEARN_MCP_URL = "https://learn.microsoft.com/api/mcp"
+"""The public Learn MCP endpoint, the default `--learn-url`."""
+
+
+class _Open(BaseModel):
+    """Base for records whose files may carry extra fields: they are kept and ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+class Claim(_Open):
+    """One factual claim extracted from a documentation file."""
+
+    id: str = Field(min_length=1)
+    """Claim id, unique within its file (e.g. `models-003`)."""
+    claim: str = Field(min_length=1)
+    """The claim text."""
+    claim_type: ClaimType
+    """What kind of volatile value the claim asserts."""
+    evidence_url: str | None = None
+    """The Learn page the claim cites; missing or null means the judge searches."""
+
+
+class ClaimsBatch(_Open):
+    """A claims file: every claim of one documentation file, judged in one conversation."""
+
+    file: str = Field(min_length=1)
+    """The documentation file the claims come from (the pairing key with `id`)."""
+    claims: list[Claim]
+    """The claims, in file order."""
+
+
+class GoldItem(_Open):
+    """One adjudicated label of the gold set."""
+
+    file: str
+    id: str
+    label: GoldLabel
+    mode: str | None = None
+    """Failure mode this item exercises (FN2..FN6, FP3..FP5), if any."""
+    note: str | None = None
+    """Why the label is what it is."""
+
+
+class GoldSet(_Open):
+    """A gold correctness set (`gold-correctness-set.json`)."""
+
+    name: str | None = None
+    items: list[GoldItem]
+
+
+# --------------------------------------------------------------------------- judge output
+
+
+class ClaimResult(_Open):
+    """One verdict, exactly the prompt's schema plus fields of ours."""
+
+    id: str
+    judge_verdict: Verdict | None = None
+    """None only when the judge gave no usable verdict (see `error`)."""
+    rule: str = ""
+    evidence_url: str = ""
+    evidence_quote: str = ""
+    reason: str = ""
+    quote_verified: bool | None = None
+    """Ours: the quote occurs (whitespace-normalised) in a page fetched from `evidence_url` in this
+    conversation. None when there is nothing to check (empty quote) ."""
+    error: str | None = None
+    """Ours: why this claim has no valid verdict (missing id, invalid verdict, unparseable answer...)."""
+
+
+class Usage(BaseModel):
+    """Tokens used by one conversation."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ToolCall(BaseModel):
+    """One Learn tool call the judge made, in conversation order."""
+
+    tool: str
+    """`microsoft_docs_fetch` or `microsoft_docs_search`."""
+    arguments: dict[str, Any]
+    url: str | None = None
+    """For a fetch: the URL fetched."""
+    page_sha256: str | None = None
+    """For a fetch: sha256 of the returned page text; None when the page could not be retrieved."""
+    result_urls: list[str] = []
+    """For a search: the `contentUrl`s returned, in rank order."""
+
+
+class FileResult(_Open):
+    """The judge output for one claims file (the prompt's JSON plus fields of ours)."""
+
+    file: str
+    results: list[ClaimResult]
+    usage: Usage | None = None
+    """Ours: tokens used by the conversation."""
+    tool_calls: list[ToolCall] | None = None
+    """Ours: every Learn call of the conversation, in order."""
+    turns: int | None = None
+    """Ours: model turns taken."""
+    error: str | None = None
+    """Ours: why the conversation failed as a whole, if it did."""
+
+
+class ResultsFile(_Open):
+    """A results file (`results.json` of a run, `judge-bakeoff-results-<prompt>.json`)."""
+
+    prompt: str | None = None
+    prompt_sha256: str | None = None
+    model: str | None = None
+    recorded_at: str | None = None
+    frozen: bool = False
+    """A frozen results file is never overwritten (nor its run re-recorded) unless forced."""
+    files: list[FileResult]
+
+
+# --------------------------------------------------------------------------- runs
+
+
+class ClaimsFileEntry(BaseModel):
+    """One claims file of a run."""
+
+    file: str
+    """The batch's `file` field."""
+    path: str
+    """Where the claims file was read from (as given)."""
+    sha256: str
+    """sha256 of the claims file bytes."""
+    cassette: str
+    """The cassette file name inside the run folder."""
+
+
+class RunStats(BaseModel):
+    """Counters of one recording."""
+
+    interactions: int = 0
+    model_calls: int = 0
+    learn_calls: int = 0
+    page_cache_hits: int = 0
+    """Learn fetches served from pages already fetched earlier in the same recording."""
+    retries_dropped: int = 0
+    """Transient failures (408/409/429/5xx) that were retried and are not kept in the cassette."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class RunManifest(BaseModel):
+    """`run.json`: everything needed to say what a run was."""
+
+    version: int = 1
+    run_id: str
+    prompt: str
+    """Bundled prompt name (`v1`, `v2`, `v3`) or the prompt file's path."""
+    prompt_sha256: str
+    model: str
+    mode: RunMode = "record"
+    recorded_at: str
+    """UTC, ISO 8601 with `Z`."""
+    learn_url: str = LEARN_MCP_URL
+    anthropic_base_url: str | None = None
+    pages_from: str | None = None
+    """Run whose cassettes served every Learn call (page-pinned comparison), if any."""
+    stand_ins: list[str] = []
+    """Which services were the local stand-ins (`learn`, `model`): test equipment, not the real thing."""
+    versions: dict[str, str] = {}
+    """Versions of Python, judge-replay, anthropic, httpx, httpx2, vcrpy."""
+    claims: list[ClaimsFileEntry] = []
+    stats: RunStats = RunStats()
+    frozen: bool = False
+
+
+# --------------------------------------------------------------------------- grading
+
+
+class ClaimError(BaseModel):
+    """One judge-vs-gold disagreement (or a claim with no verdict), with what adjudication needs."""
+
+    file: str
+    id: str
+    gold: GoldLabel | None = None
+    expected: Verdict | None = None
+    verdict: Verdict | None = None
+    kind: Literal["FP", "FN", "mismatch", "no_verdict", "no_gold"] = "mismatch"
+    claim: str | None = None
+    claim_type: str | None = None
+    mode: str | None = None
+    note: str | None = None
+    rule: str = ""
+    evidence_url: str = ""
+    evidence_quote: str = ""
+    quote_verified: bool | None = None
+    reason: str = ""
+    page_region: str | None = None
+    """The page text around the quote, from the run's cassette."""
+
+
+class Scores(BaseModel):
+    """Scores of one results file against a gold set (SPEC.md's `grade --json`)."""
+
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    accuracy: float | None
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    graded: int = 0
+    errors: list[ClaimError] = []
+    confusion: dict[str, dict[str, int]] = {}
+    """gold-mapped verdict -> judge verdict (or `none`) -> count."""
+    by_claim_type: dict[str, dict[str, Any]] = {}
+    by_mode: dict[str, dict[str, Any]] = {}
+    unmatched_gold: list[dict[str, str]] = []
+    """Gold items with no result."""
+    unmatched_results: list[dict[str, str]] = []
+    """Results with no gold item."""
+    quote_unverified: int = 0
+    """Results whose quote was not found in the page fetched for them."""
+
+
+class GateDecision(BaseModel):
+    """The adoption gate, candidate against baseline."""
+
+    adopt: bool
+    reason: str
+    within_noise: bool | None = None
+    """True when the P/R differences are not distinguishable from noise on this gold set."""
+    mcnemar_p: float | None = None
+    only_candidate_right: int = 0
+    only_baseline_right: int = 0
+    delta_precision_ci: tuple[float, float] | None = None
+    delta_recall_ci: tuple[float, float] | None = None
+
+
+# --------------------------------------------------------------------------- flips and drift
+
+
+class Flip(BaseModel):
+    """One claim whose verdict differs between two runs, and why (SPEC.md `diff --format json`)."""
+
+    file: str
+    id: str
+    verdict_a: Verdict | None
+    verdict_b: Verdict | None
+    primary_cause: FlipCause
+    causes: list[FlipCause]
+    gold: GoldLabel | None = None
+    right: Literal["a", "b", "neither"] | None = None
+    evidence: dict[str, Any] = {}
+    summary: str = ""
+    """One line a person can read: why this verdict moved."""
+
+
+class FlipReport(BaseModel):
+    """`judge-replay diff` output."""
+
+    run_a: str
+    run_b: str
+    paired: int
+    flips: list[Flip]
+    held_despite_page_change: list[dict[str, str]] = []
+    """Claims whose page changed but whose verdict did not move."""
+    unpaired: list[dict[str, str]] = []
+    confirm_commands: list[str] = []
+
+
+class DriftClaim(BaseModel):
+    """Drift status of one claim's evidence."""
+
+    file: str
+    id: str
+    evidence_url: str | None
+    status: DriftStatus
+    old: str | None = None
+    new: str | None = None
+    old_sha256: str | None = None
+    new_sha256: str | None = None
+
+
+class DriftReport(BaseModel):
+    """`judge-replay drift` output."""
+
+    run: str
+    against: str
+    claims: list[DriftClaim]
+    at_risk: list[dict[str, str]]
+    rerecord_commands: list[str] = []

@@ -1,0 +1,109 @@
+"""A recorded run folder (run.json, results.json, prompt.md, one cassette per claims file), read back."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from ._cassette import CASSETTE_SUFFIX, Interaction, LearnCall, learn_calls, load_cassette
+from ._errors import InputError
+from ._io import load_results, read_json, validate
+from ._mcp import FETCH_TOOL, normalise_learn_url
+from ._records import ResultsFile, RunManifest
+from ._text import sha256_text
+
+MANIFEST = "run.json"
+RESULTS = "results.json"
+PROMPT = "prompt.md"
+
+
+def cassette_name(claims_file: str) -> str:
+    """The cassette file name for a claims batch's `file` (`docs/a.md` -> `docs_a.md.yaml`)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", claims_file).strip("_") + CASSETTE_SUFFIX
+
+
+@dataclass(frozen=True)
+class PageVersion:
+    """One version of a Learn page as a run's judge read it."""
+
+    url: str
+    """The URL as the judge asked for it."""
+    sha256: str | None
+    """sha256 of the page text; None when the page could not be retrieved."""
+    text: str | None
+
+
+class Run:
+    """A run folder, loaded lazily."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise InputError(self.path, "no such run folder")
+        if not (self.path / MANIFEST).is_file():
+            raise InputError(self.path, f"not a run folder: it has no {MANIFEST}")
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @cached_property
+    def manifest(self) -> RunManifest:
+        p = self.path / MANIFEST
+        return validate(p, RunManifest, read_json(p), "run manifest")
+
+    @cached_property
+    def results(self) -> ResultsFile:
+        return load_results(self.path)
+
+    @cached_property
+    def prompt_text(self) -> str | None:
+        p = self.path / PROMPT
+        return p.read_text("utf-8") if p.is_file() else None
+
+    def cassette_path(self, claims_file: str) -> Path:
+        for entry in self.manifest.claims:
+            if entry.file == claims_file:
+                return self.path / entry.cassette
+        return self.path / cassette_name(claims_file)
+
+    def interactions(self, claims_file: str) -> list[Interaction]:
+        return self._interactions(claims_file)
+
+    def _interactions(self, claims_file: str) -> list[Interaction]:
+        cache = self.__dict__.setdefault("_cassettes", {})
+        if claims_file not in cache:
+            path = self.cassette_path(claims_file)
+            cache[claims_file] = load_cassette(path) if path.is_file() else []
+        return cache[claims_file]
+
+    def learn_calls(self, claims_file: str) -> list[LearnCall]:
+        return learn_calls(self.interactions(claims_file))
+
+    @cached_property
+    def pages(self) -> dict[str, PageVersion]:
+        """Every page fetched anywhere in the run, keyed by normalised URL (last fetch wins)."""
+        out: dict[str, PageVersion] = {}
+        for entry in self.manifest.claims:
+            for call in self.learn_calls(entry.file):
+                if call.tool != FETCH_TOOL or "url" not in call.arguments:
+                    continue
+                url = str(call.arguments["url"])
+                if call.page_missing:
+                    out[normalise_learn_url(url)] = PageVersion(url, None, None)
+                else:
+                    out[normalise_learn_url(url)] = PageVersion(url, sha256_text(call.text), call.text)
+        return out
+
+    def page(self, url: str) -> PageVersion | None:
+        return self.pages.get(normalise_learn_url(url))
+
+
+def find_runs(root: str | Path) -> list[Run]:
+    """Every run folder directly under `root` (folders holding run.json), sorted by name."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return [Run(p) for p in sorted(root.iterdir()) if (p / MANIFEST).is_file()]

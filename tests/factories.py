@@ -1,0 +1,72 @@
+"""Builders of small synthetic run folders for tests of the pure core (diff, drift, grade, snapshots).
+
+The folders have the exact layout the recorder writes; the cassettes hold only Learn fetches, shaped as
+the Learn endpoint sends them (SSE, JSON-RPC). End-to-end tests record real runs against the stand-ins.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from replay._cassette import Interaction, save_cassette
+from replay._io import dump_json, write_model
+from replay._mcp import FETCH_TOOL, missing_page_text, sse_message
+from replay._records import ClaimsFileEntry, FileResult, ResultsFile, RunManifest
+from replay._runs import MANIFEST, PROMPT, RESULTS, cassette_name
+from replay._text import sha256_text
+
+LEARN = "https://learn.microsoft.com/api/mcp"
+
+
+def fetch_interaction(url: str, text: str | None, rpc_id: int = 1) -> Interaction:
+    """A `microsoft_docs_fetch` exchange; `text=None` means the page could not be retrieved."""
+    body = {"jsonrpc": "2.0", "id": rpc_id, "method": "tools/call",
+            "params": {"name": FETCH_TOOL, "arguments": {"url": url}}}
+    reply = {"result": {"content": [{"type": "text", "text": text if text is not None else missing_page_text(url)}]},
+             "jsonrpc": "2.0", "id": rpc_id}
+    return Interaction(
+        method="POST", uri=LEARN, request_body=json.dumps(body), status=200, reason="OK",
+        response_body=sse_message(reply),
+        request_headers={"content-type": ["application/json"]},
+        response_headers={"content-type": ["text/event-stream"]},
+    )
+
+
+def write_run(
+    folder: Path,
+    *,
+    prompt: str = "v3",
+    prompt_text: str = "prompt text",
+    model: str = "claude-test",
+    results: list[dict[str, Any]],
+    pages: dict[str, dict[str, str | None]] | None = None,
+    recorded_at: str = "2026-11-30T10:00:00Z",
+) -> Path:
+    """A run folder: `results` are per-file outputs; `pages[claims_file][url]` is the text each file's
+    conversation fetched (None: could not be retrieved)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pages = pages or {}
+    entries = []
+    files = [FileResult.model_validate(r) for r in results]
+    for fr in files:
+        name = cassette_name(fr.file)
+        entries.append(ClaimsFileEntry(file=fr.file, path=f"claims/{name}.json", sha256="0" * 64, cassette=name))
+        interactions = [fetch_interaction(u, t, i + 1) for i, (u, t) in enumerate(pages.get(fr.file, {}).items())]
+        save_cassette(folder / name, interactions)
+    manifest = RunManifest(
+        run_id=folder.name, prompt=prompt, prompt_sha256=sha256_text(prompt_text), model=model,
+        recorded_at=recorded_at, claims=entries,
+    )
+    write_model(folder / MANIFEST, manifest)
+    (folder / PROMPT).write_text(prompt_text, "utf-8")
+    write_model(folder / RESULTS, ResultsFile(prompt=prompt, prompt_sha256=manifest.prompt_sha256, model=model,
+                                               recorded_at=recorded_at, files=files))
+    return folder
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dump_json(data), "utf-8")
+    return path

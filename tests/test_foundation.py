@@ -1,0 +1,78 @@
+"""The shared foundation: records, loaders, prompts, cassette format."""
+
+import json
+
+import pytest
+import vcr
+import yaml
+
+from factories import write_json, write_run
+from replay._cassette import load_cassette
+from replay._errors import InputError
+from replay._io import load_claims, load_results
+from replay._mcp import normalise_learn_url
+from replay._prompts import calibration_rules, load_prompt, parse_rendered_batch
+from replay._records import ClaimsBatch
+from replay._runs import Run
+from replay._text import parse_number, subject_words, tokens, value_tokens
+
+
+def test_tokens_follow_spec():
+    assert tokens("GPT-4.1 offers a **200k+** (token) `context` | window.") == [
+        "gpt-4.1", "offers", "a", "200k+", "token", "context", "window"]
+    assert value_tokens("1,047,576 tokens on 2025-04-14") == ["1047576", "2025-04-14"]
+    assert subject_words("GPT-4.1 offers a 200k+ token context window") == ["offers", "token", "context", "window"]
+    assert parse_number("200k") == 200_000 and parse_number("1.5M") == 1_500_000
+    assert parse_number("1,047,576") == 1_047_576 and parse_number("2025-04-14") is None
+    assert parse_number("gpt-4.1") is None
+
+
+def test_url_normalisation():
+    assert normalise_learn_url("HTTPS://Learn.Microsoft.com/en-us/azure/x/y/#frag") == "https://learn.microsoft.com/azure/x/y"
+
+
+def test_prompts_only_v3_defines_rules():
+    assert sorted(calibration_rules(load_prompt("v3").text)) == [f"R{i}" for i in range(1, 8)]
+    for name in ("v1", "v2"):
+        text = load_prompt(name).text
+        assert all(f"R{i} —" not in text for i in range(1, 8))
+    assert "EXACT-VALUE RULE" in load_prompt("v2").text and "EXACT-VALUE RULE" not in load_prompt("v1").text
+
+
+def test_render_roundtrip():
+    batch = ClaimsBatch(file="docs/a.md", claims=[{"id": "a-1", "claim": "X is 5.", "claim_type": "tpm"}])
+    text = load_prompt("v3").render(batch)
+    assert "`docs/a.md`" in text and "{{" not in text
+    assert parse_rendered_batch(text) == [{"id": "a-1", "claim": "X is 5.", "claim_type": "tpm", "evidence_url": None}]
+
+
+def test_malformed_claims_name_the_file(tmp_path):
+    bad = write_json(tmp_path / "c" / "bad.json", {"file": "x.md", "claims": [{"id": "1", "claim": "c", "claim_type": "price"}]})
+    with pytest.raises(InputError) as err:
+        load_claims([tmp_path / "c"])
+    assert str(bad) in str(err.value) and "claim_type" in str(err.value)
+    (tmp_path / "c" / "bad.json").write_text("{not json")
+    with pytest.raises(InputError, match="not valid JSON"):
+        load_claims([bad])
+
+
+def test_results_accept_three_shapes(tmp_path):
+    one = {"file": "a.md", "results": [{"id": "1", "judge_verdict": "grounded"}]}
+    for data in (one, [one], {"files": [one]}):
+        assert load_results(write_json(tmp_path / "r.json", data)).files[0].results[0].judge_verdict == "grounded"
+
+
+def test_synthetic_run_is_stock_vcrpy_loadable(tmp_path):
+    run = write_run(tmp_path / "r1", results=[{"file": "docs/a.md", "results": []}],
+                    pages={"docs/a.md": {"https://learn.microsoft.com/en-us/azure/p": "# P\n\n| a | 1 |\n", "https://learn.microsoft.com/azure/gone": None}})
+    r = Run(run)
+    assert r.page("https://learn.microsoft.com/azure/p").text == "# P\n\n| a | 1 |\n"
+    assert r.page("https://learn.microsoft.com/azure/gone").sha256 is None
+    cassette_file = run / "docs_a.md.yaml"
+    assert len(load_cassette(cassette_file)) == 2
+    # stock vcrpy loads it
+    from vcr.persisters.filesystem import FilesystemPersister
+    from vcr.serializers import yamlserializer
+    requests, responses = FilesystemPersister.load_cassette(str(cassette_file), yamlserializer)
+    assert len(requests) == 2 and json.loads(requests[0].body)["method"] == "tools/call"
+    assert "interactions" in yaml.safe_load(cassette_file.read_text())
