@@ -10,6 +10,12 @@ Layout (vcrpy `version: 1`):
 Readability rules: JSON bodies are re-indented (2 spaces, key order kept) and written as YAML block
 strings; SSE is kept as text. Header names are lower-cased; keys are sorted. Interactions keep the order
 in which the conversation made them.
+
+Every write is scrubbed of secrets (`_scrub`). A recording is also normalised before it is written
+(`normalise_recording`): headers reduced to allow-lists, session and request ids renumbered in order of
+appearance, rate-limit values and `retry-after` fixed, so two recordings of the same exchanges are
+byte-identical and a replay can never be told to sleep. The loader also reads pydantic-ai's variant of
+the format (JSON bodies as a `parsed_body` mapping).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import yaml
 from ._errors import InputError
 from ._io import atomic_write_text
 from ._mcp import FETCH_TOOL, is_missing_page, parse_jsonrpc_reply, tool_result_text
+from ._scrub import scrub_interaction
 
 CASSETTE_SUFFIX = ".yaml"
 
@@ -80,9 +87,13 @@ class Interaction:
         req, resp = d["request"], d["response"]
         body = resp.get("body", {})
         rbody = body.get("string", "") if isinstance(body, dict) else body
+        if "parsed_body" in resp:  # pydantic-ai's variant
+            rbody = json.dumps(resp["parsed_body"], ensure_ascii=False)
         if isinstance(rbody, bytes):
             rbody = rbody.decode("utf-8", "replace")
         qbody = req.get("body")
+        if "parsed_body" in req:
+            qbody = json.dumps(req["parsed_body"], ensure_ascii=False)
         if isinstance(qbody, bytes):
             qbody = qbody.decode("utf-8", "replace")
         return cls(
@@ -128,14 +139,81 @@ def _str_representer(dumper: Any, value: str) -> Any:
 _BlockDumper.add_representer(str, _str_representer)
 
 
-def dumps_cassette(interactions: list[Interaction]) -> str:
+def dumps_cassette(interactions: list[Interaction], *, scrub: bool = True) -> str:
+    """The cassette text; secrets are scrubbed unless `scrub=False` (tests planting secrets only)."""
+    if scrub:
+        interactions = [scrub_interaction(i) for i in interactions]
     data = {"interactions": [i.to_vcr() for i in interactions], "version": 1}
-    return yaml.dump(data, Dumper=_BlockDumper, sort_keys=True, allow_unicode=True, width=100_000)
+    text: str = yaml.dump(data, Dumper=_BlockDumper, sort_keys=True, allow_unicode=True, width=100_000)
+    return text
 
 
-def save_cassette(path: str | Path, interactions: list[Interaction]) -> None:
+def save_cassette(path: str | Path, interactions: list[Interaction], *, scrub: bool = True) -> None:
     """Write atomically: a crash mid-write leaves the previous file (or none), never half of one."""
-    atomic_write_text(path, dumps_cassette(interactions))
+    atomic_write_text(path, dumps_cassette(interactions, scrub=scrub))
+
+
+# --------------------------------------------------------------------------- normalising a recording
+
+REQUEST_HEADERS = frozenset(
+    {"content-type", "accept", "anthropic-version", "anthropic-beta", "mcp-protocol-version", "mcp-session-id"}
+)
+"""Request headers a recording keeps (the rest vary with SDK version, machine, retries, or are secrets)."""
+RESPONSE_HEADERS = frozenset(
+    {"content-type", "request-id", "mcp-session-id", "retry-after", "x-judge-replay-stand-in", "anthropic-organization-id"}
+)
+"""Response headers a recording keeps, besides the `anthropic-ratelimit-*` family."""
+_RATELIMIT = "anthropic-ratelimit-"
+_SESSION = "mcp-session-id"
+_REQUEST_ID = "request-id"
+
+
+def normalise_recording(interactions: list[Interaction]) -> list[Interaction]:
+    """The interactions as a recording stores them: allow-listed lower-case headers; MCP session ids
+    renumbered `session-1`, `session-2`... and request ids `req_recorded_0001`... in order of first
+    appearance (also where a body echoes a request id); rate limits `0`; `retry-after` `0`; no dates."""
+    sessions: dict[str, str] = {}
+    request_ids: dict[str, str] = {}
+
+    def session(value: str) -> str:
+        return sessions.setdefault(value, f"session-{len(sessions) + 1}")
+
+    out = []
+    for it in interactions:
+        req_headers: dict[str, list[str]] = {}
+        for name, values in it.request_headers.items():
+            name = name.lower()
+            if name in REQUEST_HEADERS:
+                req_headers[name] = [session(v) for v in values] if name == _SESSION else list(values)
+        resp_headers: dict[str, list[str]] = {}
+        body = it.response_body
+        for name, values in it.response_headers.items():
+            name = name.lower()
+            if name == _SESSION:
+                resp_headers[name] = [session(v) for v in values]
+            elif name == _REQUEST_ID:
+                new = [request_ids.setdefault(v, f"req_recorded_{len(request_ids) + 1:04d}") for v in values]
+                for old, placeholder in zip(values, new):
+                    if old and old in body:
+                        body = body.replace(old, placeholder)
+                resp_headers[name] = new
+            elif name.startswith(_RATELIMIT) or name == "retry-after":
+                resp_headers[name] = ["0" for _ in values]
+            elif name in RESPONSE_HEADERS:
+                resp_headers[name] = list(values)
+        out.append(
+            Interaction(
+                method=it.method.upper(),
+                uri=it.uri,
+                request_body=it.request_body,
+                status=it.status,
+                response_body=body,
+                request_headers=req_headers,
+                response_headers=resp_headers,
+                reason=it.reason,
+            )
+        )
+    return out
 
 
 def load_cassette(path: str | Path) -> list[Interaction]:

@@ -40,3 +40,36 @@ def setting(name: str, flag_value: Any, default: Any = None, start: Path | None 
     settings, root = load_settings(start)
     value = settings.get(name.replace("_", "-"), settings.get(name, default))
     return value
+
+
+def setting_path(name: str, flag_value: str | Path | None) -> Path | None:
+    """A path setting: the flag as given (relative to the working folder), else the project setting
+    resolved against the folder of its pyproject.toml, else None."""
+    if flag_value not in (None, ""):
+        return Path(flag_value)
+    settings, root = load_settings()
+    value = settings.get(name.replace("_", "-"), settings.get(name))
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        raise InputError(find_pyproject() or "pyproject.toml", f"[tool.judge-replay] {name} must be a path string")
+    return (root or Path.cwd()) / value
+
+
+def setting_paths(name: str, flag_values: tuple[str, ...] | list[str]) -> list[Path]:
+    """A list-of-paths setting, resolved as `setting_path` does (the flags replace the setting)."""
+    if flag_values:
+        return [Path(v) for v in flag_values]
+    settings, root = load_settings()
+    value = settings.get(name.replace("_", "-"), settings.get(name)) or []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(find_pyproject() or "pyproject.toml", f"[tool.judge-replay] {name} must be a list of paths")
+    return [(root or Path.cwd()) / v for v in value]
+
+
+def project_root() -> Path:
+    """The folder of the nearest pyproject.toml, else the working folder."""
+    found = find_pyproject()
+    return found.parent if found else Path.cwd()

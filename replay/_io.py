@@ -14,6 +14,8 @@ from ._errors import InputError
 from ._records import ClaimsBatch, FileResult, GoldSet, ResultsFile
 
 M = TypeVar("M", bound=BaseModel)
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -26,6 +28,7 @@ def atomic_write_text(path: str | Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the permissions open() would
         os.replace(tmp, path)
     except BaseException:
         try:

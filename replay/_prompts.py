@@ -79,4 +79,7 @@ def load_prompt(name_or_path: str) -> Prompt:
 
 def calibration_rules(text: str) -> dict[str, str]:
     """The calibration rules a prompt defines: rule id -> its title."""
-    return {m.group(1): m.group(2).strip() for m in CALIBRATION_HEADING.finditer(text)}
+    return {
+        m.group(1): re.sub(r"\s*\(fixes [^)]*\)\s*$", "", m.group(2).strip())
+        for m in CALIBRATION_HEADING.finditer(text)
+    }

@@ -115,6 +115,8 @@ class ToolCall(BaseModel):
     """For a fetch: sha256 of the returned page text; None when the page could not be retrieved."""
     result_urls: list[str] = []
     """For a search: the `contentUrl`s returned, in rank order."""
+    error: str | None = None
+    """The Learn error the judge was told about instead of a result, if the call failed."""
 
 
 class FileResult(_Open):
@@ -130,6 +132,8 @@ class FileResult(_Open):
     """Ours: model turns taken."""
     error: str | None = None
     """Ours: why the conversation failed as a whole, if it did."""
+    warnings: list[str] | None = None
+    """Ours: what the judge's answer held that was ignored (unknown claim ids, repeated verdicts)."""
 
 
 class ResultsFile(_Open):
@@ -222,6 +226,16 @@ class ClaimError(BaseModel):
     reason: str = ""
     page_region: str | None = None
     """The page text around the quote, from the run's cassette."""
+    outcome: Literal["TP", "FP", "FN", "TN"] | None = None
+    """The claim's binary outcome (positive = flagged `not_grounded`); None for a result with no gold."""
+    judge_error: str | None = None
+    """Why the claim has no verdict (the result's error, its file's error, or no result at all)."""
+    quote_in_page: bool | None = None
+    """The quote occurs in the page recorded for `evidence_url`; None when no page or no quote."""
+    page_url: str | None = None
+    """The recorded page `page_region` comes from."""
+    page_note: str | None = None
+    """What `page_region` is centred on (the quote, the claim's values), or why there is none."""
 
 
 class Scores(BaseModel):
@@ -261,6 +275,14 @@ class GateDecision(BaseModel):
     only_baseline_right: int = 0
     delta_precision_ci: tuple[float, float] | None = None
     delta_recall_ci: tuple[float, float] | None = None
+    paired: int = 0
+    """Gold claims both versions were compared on."""
+    delta_precision: float | None = None
+    """P_candidate - P_baseline; None when either is undefined."""
+    delta_recall: float | None = None
+    """R_candidate - R_baseline; None when either is undefined."""
+    bootstrap_resamples: int = 0
+    """Paired bootstrap resamples behind the CIs (fixed seed: the same inputs give the same CIs)."""
 
 
 # --------------------------------------------------------------------------- flips and drift
@@ -293,6 +315,15 @@ class FlipReport(BaseModel):
     """Claims whose page changed but whose verdict did not move."""
     unpaired: list[dict[str, str]] = []
     confirm_commands: list[str] = []
+    """`judge` commands that would record the controlled runs (crossed prompt/pages, repeats) still missing."""
+    counts: dict[str, int] = {}
+    """Flips per primary cause."""
+    prompt: dict[str, Any] = {}
+    """Run-level prompt comparison: names, sha256s, changed, sections and calibration rules that differ."""
+    runs: dict[str, dict[str, Any]] = {}
+    """`a` and `b`: name, path, prompt, prompt_sha256, model, versions, pages_from of each run."""
+    extra_runs: list[str] = []
+    """Other runs used to confirm causes (crossed prompt/pages runs) or to measure repeat noise."""
 
 
 class DriftClaim(BaseModel):
@@ -306,6 +337,25 @@ class DriftClaim(BaseModel):
     new: str | None = None
     old_sha256: str | None = None
     new_sha256: str | None = None
+    verdict: Verdict | None = None
+    """The claim's verdict in the run whose pages drifted."""
+    quote: str = ""
+    """The evidence quote that verdict recorded."""
+    note: str | None = None
+    """Why the status is what it is, in a few words (which line moved, what is missing)."""
+
+
+class DriftPage(BaseModel):
+    """One page a run read, against its later version."""
+
+    url: str
+    old_sha256: str | None
+    """None when the run could not retrieve the page."""
+    new_sha256: str | None
+    """None when the later version could not be retrieved."""
+    state: Literal["unchanged", "changed", "gone", "appeared"]
+    claims: int = 0
+    """How many claims rest on this page."""
 
 
 class DriftReport(BaseModel):
@@ -316,3 +366,8 @@ class DriftReport(BaseModel):
     claims: list[DriftClaim]
     at_risk: list[dict[str, str]]
     rerecord_commands: list[str] = []
+    """Commands that re-record only the claims files with a claim at risk (empty when none is)."""
+    pages: list[DriftPage] = []
+    """Every page the claims rest on, old and new content hash."""
+    snapshot: str | None = None
+    """With `--live`: the page snapshot folder the fetched pages were recorded into (usable as `--against`)."""

@@ -7,11 +7,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from ._cassette import CASSETTE_SUFFIX, Interaction, LearnCall, learn_calls, load_cassette
+from ._config import find_pyproject
 from ._errors import InputError
-from ._io import load_results, read_json, validate
+from ._io import load_claims_batch, load_results, read_json, validate
 from ._mcp import FETCH_TOOL, normalise_learn_url
-from ._records import ResultsFile, RunManifest
+from ._prompts import parse_rendered_batch
+from ._records import Claim, ResultsFile, RunManifest
 from ._text import sha256_text
 
 MANIFEST = "run.json"
@@ -99,6 +103,64 @@ class Run:
 
     def page(self, url: str) -> PageVersion | None:
         return self.pages.get(normalise_learn_url(url))
+
+    def claims(self, claims_file: str) -> list[Claim] | None:
+        """The claims of one claims file as the judge saw them: the batch rendered into the first model
+        request of its cassette, else the claims file the manifest names (resolved against the current
+        folder, then the project root), else None."""
+        batch = _rendered_batch(self.interactions(claims_file))
+        if batch is not None:
+            return batch
+        for entry in self.manifest.claims:
+            if entry.file != claims_file:
+                continue
+            for candidate in _claims_file_candidates(self.path, entry.path):
+                if candidate.is_file():
+                    try:
+                        return load_claims_batch(candidate).claims
+                    except InputError:
+                        return None
+        return None
+
+
+def _rendered_batch(interactions: list[Interaction]) -> list[Claim] | None:
+    """The claims batch in the system prompt or first user turn of the first model request."""
+    for it in interactions:
+        req = it.request_json()
+        if not isinstance(req, dict) or "messages" not in req:
+            continue
+        texts = _texts(req.get("system"))
+        messages = req.get("messages") or []
+        if messages and isinstance(messages[0], dict):
+            texts += _texts(messages[0].get("content"))
+        for text in texts:
+            rows = parse_rendered_batch(text)
+            if rows is not None:
+                try:
+                    return [Claim.model_validate(row) for row in rows]
+                except ValidationError:
+                    return None
+        return None
+    return None
+
+
+def _texts(content: object) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    return []
+
+
+def _claims_file_candidates(run_path: Path, recorded: str) -> list[Path]:
+    path = Path(recorded)
+    if path.is_absolute():
+        return [path]
+    out = [Path.cwd() / path]
+    pyproject = find_pyproject(run_path)
+    if pyproject is not None:
+        out.append(pyproject.parent / path)
+    return out
 
 
 def find_runs(root: str | Path) -> list[Run]:

@@ -1,12 +1,146 @@
-"""`judge-replay bakeoff` (not built yet)."""
+"""`judge-replay bakeoff`: the main job: replay each prompt version, grade it, gate it, explain the flips."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+from typing import Any
 
 import click
+from rich.text import Text
 
+from .._adjudication import adjudication_markdown
+from .._bakeoff import Bakeoff, FlipLine, GateReport, bakeoff_json, display_path, run_bakeoff
+from .._config import project_root, setting_path, setting_paths
 from .._errors import UsageError
+from .._io import atomic_write_text, dump_json
+from .._render import TextTable, console_for, gate_lines, ratio_text
 
 
-@click.command("bakeoff", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1)
-def command(args: tuple[str, ...]) -> None:
-    """(not built yet)"""
-    raise UsageError("'bakeoff' is not built yet")
+def versions_table(b: Bakeoff) -> TextTable:
+    table = TextTable("Prompt versions against the gold set",
+                      ["prompt", "run", "model", "P", "R", "F1", "accuracy", "TP", "FP", "FN", "TN",
+                       "unverified quotes"], right_from=3)
+    for i, v in enumerate(b.versions):
+        s = v.scores
+        role = "baseline" if i == 0 else "candidate"
+        table.rows.append([
+            f"{v.prompt} ({role})", v.label, v.run.manifest.model, ratio_text(s.precision), ratio_text(s.recall),
+            ratio_text(s.f1), ratio_text(s.accuracy), str(s.tp), str(s.fp), str(s.fn), str(s.tn),
+            str(s.quote_unverified),
+        ])
+    return table
+
+
+def flip_line(f: FlipLine) -> str:
+    claim = f.claim or "(claim text not known)"
+    gold = f"gold {f.gold}" if f.gold else "no gold label"
+    right = {"baseline": "baseline right", "candidate": "candidate right", "neither": "neither right",
+             None: "rightness unknown"}[f.right]
+    summary = f.summary.removeprefix(f"{f.cause}:").strip()
+    cause = f"cause {f.cause}" + (f" ({summary})" if summary else "")
+    return (f"{f.file}:{f.id} \"{claim}\": {f.baseline or 'no verdict'} → {f.candidate or 'no verdict'}; "
+            f"{gold}; {right}; {cause}")
+
+
+def _gate_heading(g: GateReport) -> str:
+    return f"{g.candidate.prompt} ({g.candidate.label}) against {g.baseline.prompt} ({g.baseline.label})"
+
+
+def _flips_heading(g: GateReport) -> str:
+    note = "" if g.explainer else " (causes unknown: the flip explainer is not available yet)"
+    return f"Verdict flips {g.baseline.prompt} → {g.candidate.prompt}: {len(g.flips)}{note}"
+
+
+def bakeoff_markdown(b: Bakeoff) -> str:
+    parts = ["## Judge prompt bake-off", ""]
+    for note in b.notes:
+        first, *rest = note.splitlines()
+        parts.append(f"> **{first}**" + "".join(f"<br>{line}" for line in rest) + "\n")
+    parts += [f"Gold set: `{display_path(b.gold_path)}`" + (f" ({b.gold.name})" if b.gold.name else "")
+              + f", {len(b.gold.items)} claims.", "", versions_table(b).markdown()]
+    for g in b.gates:
+        parts += ["", f"### Gate: {_gate_heading(g)}", "", *(f"- {line}" for line in gate_lines(g.decision))]
+        parts += ["", f"### {_flips_heading(g)}", ""]
+        parts += [f"- {flip_line(f)}" for f in g.flips] or ["(none)"]
+    for v in b.versions:
+        parts += ["", f"<details><summary>Disagreements of {v.prompt} ({v.label}) with the gold set: "
+                      f"{len(v.scores.errors)}</summary>", "", adjudication_markdown(v.scores.errors, "####"),
+                  "", "</details>"]
+    return "\n".join(parts) + "\n"
+
+
+def print_bakeoff(file: Any, b: Bakeoff) -> None:
+    console = console_for(file)
+    for note in b.notes:
+        console.print(Text(note, style="bold yellow"))
+    console.print(Text(f"Gold set: {display_path(b.gold_path)}" + (f" ({b.gold.name})" if b.gold.name else "")
+                       + f", {len(b.gold.items)} claims"))
+    console.print(versions_table(b).rich(), soft_wrap=False)
+    for g in b.gates:
+        console.print(Text(f"Gate: {_gate_heading(g)}", style="bold"))
+        for i, line in enumerate(gate_lines(g.decision)):
+            style = ("bold green" if g.decision.adopt else "bold red") if i == 0 else (
+                "yellow" if g.decision.within_noise else "")
+            console.print(Text(line, style=style))
+        console.print(Text(_flips_heading(g), style="bold"))
+        for f in g.flips:
+            console.print(Text(f"  {flip_line(f)}"))
+    console.print(Text("Per-claim disagreements with their page regions: judge-replay grade RUN", style="dim"))
+
+
+@click.command("bakeoff")
+@click.option("--gold", "gold_flag", type=click.Path(path_type=Path),
+              help="Gold set JSON (default: [tool.judge-replay] gold).")
+@click.option("--baseline", "baseline_flag", type=click.Path(path_type=Path),
+              help="Baseline run folder (default: [tool.judge-replay] baseline).")
+@click.option("--candidate", "candidate_flags", multiple=True, type=click.Path(path_type=Path),
+              help="Candidate run folder; repeat for several (default: [tool.judge-replay] candidates).")
+@click.option("--out-dir", type=click.Path(path_type=Path),
+              help="Where judge-bakeoff-results-<prompt>.json go (default: the project root).")
+@click.option("--no-replay", is_flag=True, help="Grade each run's recorded results.json without replaying it.")
+@click.option("--force", is_flag=True, help="Overwrite frozen judge-bakeoff-results-<prompt>.json files.")
+@click.option("--json", "as_json", is_flag=True, help="Machine output: versions, scores, gates, flips.")
+@click.option("--markdown", "as_markdown", is_flag=True, help="Markdown, e.g. for a CI job summary.")
+@click.option("--out", type=click.Path(path_type=Path), help="Write the report to FILE instead of stdout.")
+def command(
+    gold_flag: Path | None, baseline_flag: Path | None, candidate_flags: tuple[Path, ...], out_dir: Path | None,
+    no_replay: bool, force: bool, as_json: bool, as_markdown: bool, out: Path | None,
+) -> None:
+    """Replay each prompt version's run offline, grade it against the gold set, print the P/R table and
+    the adoption decision (candidate vs baseline, with its statistical caveat), and explain every verdict
+    flip. Writes judge-bakeoff-results-<prompt>.json per version (never over a frozen one unless --force).
+    """
+    if as_json and as_markdown:
+        raise UsageError("choose one output format: --json or --markdown")
+    gold = setting_path("gold", gold_flag)
+    if gold is None:
+        raise UsageError("no gold set: give --gold GOLD or set gold under [tool.judge-replay] in pyproject.toml")
+    baseline = setting_path("baseline", baseline_flag)
+    if baseline is None:
+        raise UsageError("no baseline run: give --baseline RUN or set baseline under [tool.judge-replay]")
+    candidates = setting_paths("candidates", [str(c) for c in candidate_flags])
+
+    def warn(message: str) -> None:
+        click.secho(f"judge-replay: {message}", err=True, fg="yellow", bold=True)
+
+    report = run_bakeoff(gold_path=gold, baseline=baseline, candidates=candidates,
+                         out_dir=out_dir or project_root(), replay=not no_replay, force=force, warn=warn)
+    for path in report.written:
+        click.echo(f"wrote {display_path(path)}", err=True)
+    if as_json:
+        text = dump_json(bakeoff_json(report))
+    elif as_markdown:
+        text = bakeoff_markdown(report)
+    else:
+        buffer = io.StringIO() if out is not None else None
+        print_bakeoff(buffer or sys.stdout, report)
+        if buffer is None:
+            return
+        text = buffer.getvalue()
+    if out is not None:
+        atomic_write_text(out, text)
+        click.echo(f"wrote {display_path(out)}", err=True)
+    else:
+        click.echo(text, nl=False)

@@ -1,12 +1,74 @@
-"""`judge-replay diff` (not built yet)."""
+"""`judge-replay diff RUN_A RUN_B`: every claim whose verdict moved between two runs, and why."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import click
 
-from .._errors import UsageError
+from .._config import load_settings, setting
+from .._flip_inputs import explain_flips
+from .._io import atomic_write_text, load_claims, load_gold
+from .._records import GoldSet
+from .._report_flips import render_html, render_json, render_markdown, render_text
+from .._runs import Run
 
 
-@click.command("diff", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1)
-def command(args: tuple[str, ...]) -> None:
-    """(not built yet)"""
-    raise UsageError("'diff' is not built yet")
+def _default_gold() -> Path | None:
+    """`[tool.judge-replay] gold`, resolved against the pyproject's folder, if that file exists."""
+    value = setting("gold", None)
+    if not value:
+        return None
+    path = Path(value)
+    if not path.is_absolute():
+        _, root = load_settings()
+        path = (root or Path.cwd()) / path
+    return path if path.is_file() else None
+
+
+@click.command("diff")
+@click.argument("run_a", type=click.Path(path_type=str))
+@click.argument("run_b", type=click.Path(path_type=str))
+@click.option("--gold", "gold_path", type=click.Path(path_type=str), default=None,
+              help="Gold set: mark which side was right (default: [tool.judge-replay] gold, if it exists).")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "html"]), default="text",
+              show_default=True)
+@click.option("--out", type=click.Path(path_type=str), default=None, help="Write the report to FILE (atomically).")
+@click.option("--with", "with_runs", multiple=True, type=click.Path(path_type=str), metavar="RUN",
+              help="Another run that can confirm a cause (A's prompt with B's pages, a repeat...). Repeatable.")
+@click.option("--discover/--no-discover", default=True, show_default=True,
+              help="Also use sibling run folders whose manifests fit (repeats, --pages-from A or B).")
+@click.option("--claims", "claims_paths", multiple=True, type=click.Path(path_type=str),
+              help="Claims files/folders, for runs that do not record the claim texts. Repeatable.")
+@click.option("--confirm", is_flag=True,
+              help="Print the `judge` commands that would record the missing controlled runs.")
+def command(run_a: str, run_b: str, gold_path: str | None, fmt: str, out: str | None, with_runs: tuple[str, ...],
+            discover: bool, claims_paths: tuple[str, ...], confirm: bool) -> None:
+    """Pair the two runs' claims and, for every claim whose verdict differs, say why: prompt, page,
+    prompt+page, evidence_path, model or unknown. Exit 0 whether or not anything flipped."""
+    a, b = Run(run_a), Run(run_b)
+    extras = [Run(p) for p in with_runs]
+    gold: GoldSet | None = None
+    chosen = Path(gold_path) if gold_path else _default_gold()
+    if chosen is not None:
+        gold = load_gold(chosen)
+    batches = [batch for _, batch in load_claims(list(claims_paths))] if claims_paths else []
+    report = explain_flips(a, b, gold, extras, discover=discover, claims=batches)
+    report.run_a, report.run_b = run_a, run_b
+    if not confirm and fmt != "json":
+        report.confirm_commands = []
+    if fmt == "json":
+        text = render_json(report)
+    elif fmt == "markdown":
+        text = render_markdown(report)
+    elif fmt == "html":
+        text = render_html(report)
+    else:
+        color = out is None and sys.stdout.isatty()
+        text = render_text(report, color=color)
+    if out:
+        atomic_write_text(out, text)
+        click.echo(f"wrote {out}: {len(report.flips)} flips of {report.paired} paired claims", err=True)
+    else:
+        click.echo(text, nl=False)

@@ -1,12 +1,113 @@
-"""`judge-replay pages` (not built yet)."""
+"""`judge-replay pages history|diff`: every recorded version of a Learn page, and the change between two."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
 
 import click
+from rich.table import Table
+from rich.text import Text
 
 from .._errors import UsageError
+from .._pagestore import PageRecord, PageStore, open_indexed_store
+from .._render import console_for
+
+_STORE_HELP = "Page store folder (default: [tool.judge-replay] page-store, else .judge-replay/pages)."
+_CASSETTES_HELP = "Folder of run folders to index first (default: [tool.judge-replay] cassettes, else cassettes/)."
 
 
-@click.command("pages", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1)
-def command(args: tuple[str, ...]) -> None:
-    """(not built yet)"""
-    raise UsageError("'pages' is not built yet")
+@click.group("pages")
+def command() -> None:
+    """Every recorded version of a Learn page (from the runs' cassettes), and what changed between two."""
+
+
+@command.command("history")
+@click.argument("url")
+@click.option("--store", "store", metavar="DIR", help=_STORE_HELP)
+@click.option("--cassettes", "cassettes", metavar="DIR", help=_CASSETTES_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def history(url: str, store: str | None, cassettes: str | None, as_json: bool) -> None:
+    """List every recorded version of URL: hash, first and last seen, runs, size."""
+    with open_indexed_store(store, cassettes) as page_store:
+        versions = _known_versions(page_store, url)
+    if as_json:
+        click.echo(json.dumps({"url": versions[0].url, "versions": [_version_json(v) for v in versions]}, indent=2))
+        return
+    table = Table(title=f"{versions[0].url}: {len(versions)} recorded version(s)", title_justify="left")
+    for name in ("hash", "first seen", "last seen", "runs", "size"):
+        table.add_column(name, justify="right" if name == "size" else "left", overflow="fold")
+    for v in versions:
+        size = f"{v.size:,} B" if v.size is not None else "-"
+        table.add_row(v.short, v.first_seen, v.last_seen, Text(", ".join(v.runs)), size)
+    console_for().print(table)
+
+
+@command.command("diff")
+@click.argument("url")
+@click.option("--from", "from_hash", metavar="HASH",
+              help="Older version (hash or prefix; default: the one before --to).")
+@click.option("--to", "to_hash", metavar="HASH", help="Newer version (hash or prefix; default: the latest).")
+@click.option("--store", "store", metavar="DIR", help=_STORE_HELP)
+@click.option("--cassettes", "cassettes", metavar="DIR", help=_CASSETTES_HELP)
+def diff(url: str, from_hash: str | None, to_hash: str | None, store: str | None, cassettes: str | None) -> None:
+    """Show a unified diff between two recorded versions of URL (default: the two latest)."""
+    with open_indexed_store(store, cassettes) as page_store:
+        versions = [v for v in _known_versions(page_store, url) if v.sha256]
+        new = page_store.version(url, to_hash) if to_hash else (versions[-1] if versions else None)
+        if new is None:
+            click.echo(f"{url}: no version of the page was ever retrievable; nothing to compare")
+            return
+        if from_hash:
+            old = page_store.version(url, from_hash)
+        else:
+            earlier = versions[: [v.sha256 for v in versions].index(new.sha256)]
+            if not earlier:
+                click.echo(f"{url}: no version recorded before {new.short}; nothing to compare")
+                return
+            old = earlier[-1]
+        old_text = page_store.text(old.sha256 or "") or ""
+        new_text = page_store.text(new.sha256 or "") or ""
+    lines = list(difflib.unified_diff(
+        old_text.splitlines(), new_text.splitlines(), lineterm="",
+        fromfile=f"{old.url} @ {old.short} (first seen {old.first_seen}; {', '.join(old.runs)})",
+        tofile=f"{new.url} @ {new.short} (first seen {new.first_seen}; {', '.join(new.runs)})",
+    ))
+    if not lines:
+        click.echo(f"{url}: {old.short} and {new.short} are the same version")
+        return
+    _print_diff(lines)
+
+
+def _known_versions(page_store: PageStore, url: str) -> list[PageRecord]:
+    versions = page_store.versions(url)
+    if versions:
+        return versions
+    known = page_store.urls()
+    listing = "\n".join(f"  {u}" for u in known) if known else "  (none: no run under the cassettes folder read a page)"
+    raise UsageError(f"no recorded version of {url}; the page store knows:\n{listing}")
+
+
+def _version_json(v: PageRecord) -> dict[str, object]:
+    return {"sha256": v.sha256, "hash": v.short if v.sha256 else None, "first_seen": v.first_seen,
+            "last_seen": v.last_seen, "runs": list(v.runs), "size": v.size}
+
+
+def _print_diff(lines: list[str]) -> None:
+    if not sys.stdout.isatty():
+        click.echo("\n".join(lines))
+        return
+    console = console_for()
+    for line in lines:
+        if line.startswith(("+++", "---")):
+            style = "bold"
+        elif line.startswith("@@"):
+            style = "cyan"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        else:
+            style = ""
+        console.print(Text(line, style=style), soft_wrap=True)

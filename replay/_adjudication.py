@@ -1,0 +1,264 @@
+"""The adjudication report: each judge-vs-gold disagreement with the recorded page region it rests on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ._config import find_pyproject
+from ._errors import InputError
+from ._grading import ClaimKey
+from ._io import load_claims_batch
+from ._prompts import parse_rendered_batch
+from ._records import Claim, ClaimError, Scores
+from ._runs import Run
+from ._text import line_token_set, normalise_ws, parse_number, quote_occurs, value_tokens
+
+CONTEXT_LINES = 3
+"""Lines shown before and after the anchor line of a page region."""
+_MAX_LINE = 240
+
+
+# --------------------------------------------------------------------------- claims of a run
+
+
+def _prompt_texts(request: Any) -> list[str]:
+    """The system prompt and first user turn of a Messages API request body (where the batch is)."""
+    if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
+        return []
+    texts: list[str] = []
+    parts: list[Any] = [request.get("system")]
+    first = request["messages"][0] if request["messages"] else None
+    if isinstance(first, dict) and first.get("role") == "user":
+        parts.append(first.get("content"))
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, list):
+            texts.extend(b["text"] for b in part if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return texts
+
+
+def _claims_from_cassette(run: Run, claims_file: str) -> list[Claim]:
+    for interaction in run.interactions(claims_file):
+        for text in _prompt_texts(interaction.request_json()):
+            batch = parse_rendered_batch(text)
+            if batch is not None:
+                return [Claim.model_validate(c) for c in batch if isinstance(c, dict) and _valid(c)]
+    return []
+
+
+def _valid(data: dict[str, Any]) -> bool:
+    try:
+        Claim.model_validate(data)
+    except ValueError:
+        return False
+    return True
+
+
+def _claims_file_candidates(run: Run, given: str) -> list[Path]:
+    p = Path(given)
+    if p.is_absolute():
+        return [p]
+    roots = [Path.cwd(), run.path, run.path.parent]
+    pyproject = find_pyproject(run.path.resolve())
+    if pyproject is not None:
+        roots.insert(1, pyproject.parent)
+    return [root / p for root in roots]
+
+
+def run_claims(run: Run) -> dict[ClaimKey, Claim]:
+    """Every claim a run judged: from the batch rendered into its cassettes' first model request, else
+    from the claims files its manifest names (tried as given, against the project root and the run)."""
+    out: dict[ClaimKey, Claim] = {}
+    for entry in run.manifest.claims:
+        claims = _claims_from_cassette(run, entry.file)
+        if not claims:
+            for candidate in _claims_file_candidates(run, entry.path):
+                if candidate.is_file():
+                    try:
+                        claims = load_claims_batch(candidate).claims
+                    except InputError:
+                        continue
+                    break
+        for claim in claims:
+            out[(entry.file, claim.id)] = claim
+    return out
+
+
+# --------------------------------------------------------------------------- page regions
+
+
+def _value_anchor(lines: list[str], claim: str) -> int | None:
+    """The page line holding the most of the claim's value tokens (`200k` also matches `200,000`)."""
+    wanted = [(t, parse_number(t)) for t in {v.rstrip("+") for v in value_tokens(claim)}]
+    best, best_hits = None, 0
+    for i, line in enumerate(lines):
+        toks = line_token_set(line)
+        numbers = {n for t in toks if (n := parse_number(t)) is not None}
+        hits = sum(1 for tok, num in wanted if tok in toks or (num is not None and num in numbers))
+        if hits > best_hits:
+            best, best_hits = i, hits
+    return best
+
+
+def _quote_span(lines: list[str], quote: str) -> tuple[int, int] | None:
+    """First and last page line of the quote (a quote may run over several lines of the page)."""
+    q = normalise_ws(quote)
+    if not q:
+        return None
+    for i, line in enumerate(lines):
+        if q in normalise_ws(line):
+            return i, i
+    quote_lines = [normalise_ws(part) for part in quote.splitlines() if part.strip()]
+    hits = [i for i, line in enumerate(lines)
+            if any(ql and ql in normalise_ws(line) for ql in quote_lines[:1] + quote_lines[-1:])]
+    return (hits[0], hits[-1]) if hits else None
+
+
+def _excerpt(lines: list[str], first: int, last: int, context: int) -> str:
+    lo, hi = max(0, first - context), min(len(lines), last + context + 1)
+    out = []
+    for i in range(lo, hi):
+        line = lines[i] if len(lines[i]) <= _MAX_LINE else lines[i][:_MAX_LINE] + "…"
+        mark = ">" if first <= i <= last else " "
+        out.append(f"{mark}{i + 1:>5} | {line}".rstrip())
+    return "\n".join(out)
+
+
+def page_region(
+    page: str, quote: str, claim: str | None, context: int = CONTEXT_LINES
+) -> tuple[str | None, str, bool | None]:
+    """(region, what it is centred on, whether the quote occurs in the page) for one recorded page.
+
+    The region is a few numbered lines around the quote; when the quote is not in the page, around the
+    line holding most of the claim's value tokens. Anchor lines are marked `>`.
+    """
+    lines = page.splitlines()
+    found = quote_occurs(quote, page) if quote.strip() else None
+    span = _quote_span(lines, quote) if found else None
+    if span is not None:
+        return _excerpt(lines, *span, context), f"around the quote (line {span[0] + 1})", found
+    anchor = _value_anchor(lines, claim) if claim else None
+    lead = "the quote is not in the recorded page; " if found is False else ""
+    if anchor is not None:
+        return (_excerpt(lines, anchor, anchor, context),
+                f"{lead}around the claim's values (line {anchor + 1})", found)
+    what = "the claim's values do not occur in it either" if claim and value_tokens(claim) else (
+        "the claim carries no value to look for" if claim else "the claim text is not known")
+    return None, f"{lead}{what}", found
+
+
+def _page_url(error: ClaimError, claim: Claim | None) -> str | None:
+    return error.evidence_url or (claim.evidence_url if claim else None) or None
+
+
+def attach_page_region(error: ClaimError, run: Run | None, claim: Claim | None = None) -> ClaimError:
+    """A copy of `error` with the recorded page region (from the run's cassettes) and whether the quote
+    occurs in that page; `page_note` says why there is no region when there is none."""
+    url = _page_url(error, claim)
+    text = error.claim or (claim.claim if claim else None)
+    update: dict[str, Any] = {"page_url": url, "claim": text}
+    if run is None:
+        update["page_note"] = "no recorded pages: the results are not a run folder (give --run RUN)"
+    elif url is None:
+        update["page_note"] = "the judge cited no page and the claim names none"
+    elif (page := run.page(url)) is None:
+        update["page_note"] = f"run {run.name} recorded no fetch of this page"
+    elif page.text is None:
+        update["page_note"] = "the page could not be retrieved when the run was recorded"
+    else:
+        region, note, found = page_region(page.text, error.evidence_quote, text)
+        update.update(page_region=region, page_note=note, quote_in_page=found)
+    return error.model_copy(update=update)
+
+
+def adjudicate(scores: Scores, run: Run | None, claims: dict[ClaimKey, Claim] | None = None) -> Scores:
+    """The scores with every error carrying its page region (reads cassettes, never calls the judge)."""
+    claims = claims or {}
+    errors = [attach_page_region(e, run, claims.get((e.file, e.id))) for e in scores.errors]
+    return scores.model_copy(update={"errors": errors})
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _title(e: ClaimError) -> str:
+    judged = e.verdict or "no verdict"
+    return f"{e.file} · {e.id} — {e.kind}: gold {e.gold} (expects {e.expected}), judge {judged}"
+
+
+def _quote_status(e: ClaimError) -> str:
+    if not e.evidence_quote.strip():
+        return "(no quote)"
+    found = {True: "found in the recorded page", False: "NOT found in the recorded page",
+             None: "not checked (no recorded page)"}[e.quote_in_page]
+    at_run = {True: "verified", False: "NOT verified", None: "not checked"}[e.quote_verified]
+    return f"{found}; at run time: {at_run}"
+
+
+def _fields(e: ClaimError) -> list[tuple[str, str]]:
+    gold: str = e.gold or "-"
+    if e.mode:
+        gold += f" · mode {e.mode}"
+    if e.note:
+        gold += f" · {e.note}"
+    judge: str = e.verdict or "no verdict"
+    if e.rule:
+        judge += f" · rule {e.rule}"
+    if e.judge_error:
+        judge += f" · {e.judge_error}"
+    rows = [
+        ("claim", f"{e.claim or '(claim text not known)'}" + (f"  [{e.claim_type}]" if e.claim_type else "")),
+        ("gold", gold),
+        ("judge", judge),
+        ("evidence", e.evidence_url or "(none)"),
+        ("quote", f"\"{e.evidence_quote}\" — {_quote_status(e)}" if e.evidence_quote.strip() else "(no quote)"),
+        ("reason", e.reason or "(none)"),
+    ]
+    return rows
+
+
+def _region_caption(e: ClaimError) -> str:
+    where = f" of {e.page_url}" if e.page_url and e.page_region else ""
+    return f"page region{where}: {e.page_note or 'none'}"
+
+
+def adjudication_markdown(errors: list[ClaimError], heading: str = "###") -> str:
+    """Every disagreement as a markdown section (claim, gold, verdict, quote, reason, page region)."""
+    if not errors:
+        return "No disagreement with the gold set."
+    parts = []
+    for e in errors:
+        lines = [f"{heading} {_title(e)}", ""]
+        lines += [f"- **{name}:** {value}" for name, value in _fields(e)]
+        lines += [f"- **{_region_caption(e)}**"]
+        if e.page_region:
+            fence = "````" if "```" in e.page_region else "```"
+            lines += ["", f"{fence}text", e.page_region, fence]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def adjudication_renderables(errors: list[ClaimError]) -> list[RenderableType]:
+    """Every disagreement as a terminal panel."""
+    panels: list[RenderableType] = []
+    for e in errors:
+        fields = Table.grid(padding=(0, 1))
+        fields.add_column(style="bold", justify="right", no_wrap=True)
+        fields.add_column()
+        for name, value in _fields(e):
+            fields.add_row(f"{name}:", Text(value))
+        fields.add_row("", Text(_region_caption(e), style="dim"))
+        body: list[RenderableType] = [fields]
+        if e.page_region:
+            body.append(Text(e.page_region, style="cyan"))
+        style = "red" if e.kind in ("FP", "FN", "no_verdict") else "yellow"
+        panels.append(Panel(Group(*body), title=escape(_title(e)), title_align="left", border_style=style))
+    return panels

@@ -1,0 +1,367 @@
+"""The bake-off: replay each prompt version's run, grade it, gate candidates against the baseline, list flips.
+
+Also home of frozen baselines: `set_frozen` marks a results file (or a run) frozen; a frozen
+`judge-bakeoff-results-<prompt>.json` is never overwritten with different results unless forced.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ._adjudication import adjudicate, run_claims
+from ._errors import InputError, UsageError
+from ._gate import adoption_gate
+from ._grading import ClaimKey, claim_info, grade_results, is_correct
+from ._io import atomic_write_text, dump_json, load_gold, read_json, results_json_path
+from ._records import Claim, ClaimResult, FlipReport, GateDecision, GoldSet, ResultsFile, Scores, Verdict
+from ._runs import MANIFEST, RESULTS, Run
+
+RESULTS_PREFIX = "judge-bakeoff-results-"
+STAND_IN_JUDGE_NOTE = "runs used the local stand-in judge (test equipment), not Claude"
+STAND_IN_LEARN_NOTE = "pages came from the local Learn stand-in (test equipment), not learn.microsoft.com"
+_COMPARED = ("judge_verdict", "rule", "evidence_url", "evidence_quote", "reason", "quote_verified", "error")
+
+Warn = Callable[[str], None]
+
+
+# --------------------------------------------------------------------------- frozen baselines
+
+
+def is_frozen(path: Path) -> bool:
+    """Whether a results file (or a run folder's results.json / run.json) says `"frozen": true`."""
+    files = [path / RESULTS, path / MANIFEST] if path.is_dir() else [path]
+    for p in files:
+        if p.is_file():
+            data = read_json(p)
+            if isinstance(data, dict) and data.get("frozen") is True:
+                return True
+    return False
+
+
+def _with_frozen(data: dict[str, Any], frozen: bool) -> dict[str, Any]:
+    """`data` with `frozen` set, placed before `files`/`claims` as the records order it."""
+    if "frozen" in data:
+        return {**data, "frozen": frozen}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "files":
+            out["frozen"] = frozen
+        out[key] = value
+    out.setdefault("frozen", frozen)
+    return out
+
+
+def set_frozen(path: str | Path, frozen: bool = True) -> list[Path]:
+    """Mark a results file, or a run folder (its results.json and run.json), frozen or not.
+
+    Returns the files changed. Only a results file with a `files` list can carry the mark.
+    """
+    path = Path(path)
+    targets = [results_json_path(path), path / MANIFEST] if path.is_dir() else [path]
+    changed = []
+    for p in targets:
+        data = read_json(p)
+        if not isinstance(data, dict) or (p.name != MANIFEST and "files" not in data):
+            raise InputError(p, "cannot be frozen: only a results file with a 'files' list can carry "
+                                "\"frozen\": true (a bare list of per-file outputs cannot)")
+        if data.get("frozen", False) is not frozen:
+            atomic_write_text(p, dump_json(_with_frozen(data, frozen)))
+            changed.append(p)
+    return changed
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def _replayer() -> Callable[[Path], ResultsFile] | None:
+    """`replay._runner.replay_run`, or None while that module does not exist yet."""
+    try:
+        from . import _runner
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__package__}._runner":
+            raise
+        return None
+    return getattr(_runner, "replay_run", None)
+
+
+def _flip_explainer() -> Callable[..., FlipReport] | None:
+    try:
+        from . import _flips
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__package__}._flips":
+            raise
+        return None
+    return getattr(_flips, "explain_flips", None)
+
+
+def _results_by_key(results: ResultsFile) -> dict[ClaimKey, ClaimResult]:
+    return {(fr.file, r.id): r for fr in results.files for r in fr.results}
+
+
+def replay_differences(recorded: ResultsFile, replayed: ResultsFile) -> list[str]:
+    """Where a replay's results differ from the recorded ones, one line per claim (empty: reproduced)."""
+    a, b = _results_by_key(recorded), _results_by_key(replayed)
+    out = []
+    for key in sorted(a.keys() | b.keys()):
+        where = f"{key[0]}:{key[1]}"
+        if key not in b:
+            out.append(f"{where}: recorded, missing from the replay")
+        elif key not in a:
+            out.append(f"{where}: in the replay, not recorded")
+        else:
+            moved = [f"{f} {getattr(a[key], f)!r} → {getattr(b[key], f)!r}" for f in _COMPARED
+                     if getattr(a[key], f) != getattr(b[key], f)]
+            if moved:
+                out.append(f"{where}: " + "; ".join(moved))
+    return out
+
+
+# --------------------------------------------------------------------------- the bake-off
+
+
+@dataclass
+class Version:
+    """One prompt version in the bake-off: its run, the results graded, and their scores."""
+
+    run: Run
+    label: str
+    """The run folder as people should read it (relative to the working folder when possible)."""
+    results: ResultsFile
+    source: Literal["replayed", "recorded"]
+    replay_differences: list[str] | None
+    """None when not replayed; empty when the replay reproduced the recorded results."""
+    results_file: Path
+    scores: Scores
+    claims: dict[ClaimKey, Claim]
+
+    @property
+    def prompt(self) -> str:
+        return self.run.manifest.prompt
+
+
+@dataclass(frozen=True)
+class FlipLine:
+    """A claim whose verdict differs between the baseline and a candidate."""
+
+    file: str
+    id: str
+    claim: str | None
+    baseline: Verdict | None
+    candidate: Verdict | None
+    gold: str | None
+    right: Literal["baseline", "candidate", "neither"] | None
+    cause: str
+    summary: str = ""
+
+
+@dataclass
+class GateReport:
+    """A candidate against the baseline: the gate decision and the verdict flips."""
+
+    baseline: Version
+    candidate: Version
+    decision: GateDecision
+    flips: list[FlipLine]
+    explainer: bool
+    """Whether the flip explainer gave the causes (else they are `?`)."""
+
+
+@dataclass
+class Bakeoff:
+    gold_path: Path
+    gold: GoldSet
+    versions: list[Version]
+    gates: list[GateReport]
+    notes: list[str] = field(default_factory=list)
+    """What people must know first (stand-in judge, replay fallback, replay mismatches)."""
+    written: list[Path] = field(default_factory=list)
+
+
+def stand_in_notes(runs: list[Run]) -> list[str]:
+    """What people must read first when runs used the local stand-ins (test equipment)."""
+    notes = []
+    for service, note in (("model", STAND_IN_JUDGE_NOTE), ("learn", STAND_IN_LEARN_NOTE)):
+        names = [display_path(r.path) for r in runs if service in r.manifest.stand_ins]
+        if names:
+            notes.append(f"{note}: {', '.join(names)}")
+    return notes
+
+
+def display_path(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def results_file_name(prompt: str) -> str:
+    """`judge-bakeoff-results-<prompt>.json`; a prompt given as a file path is named by its stem."""
+    name = Path(prompt).stem if ("/" in prompt or prompt.endswith(".md")) else prompt
+    return f"{RESULTS_PREFIX}{re.sub(r'[^A-Za-z0-9._-]+', '_', name)}.json"
+
+
+def _load_version(
+    path: Path, replay: bool, warn: Warn, notes: list[str]
+) -> tuple[Run, ResultsFile, Literal["replayed", "recorded"], list[str] | None]:
+    run = Run(path)
+    recorded = run.results
+    if not replay:
+        return run, recorded, "recorded", None
+    replay_run = _replayer()
+    if replay_run is None:
+        note = "replay is not available yet (replay._runner.replay_run is missing): graded the recorded results.json"
+        if note not in notes:
+            notes.append(note)
+            warn(note)
+        return run, recorded, "recorded", None
+    replayed = replay_run(run.path)
+    differences = replay_differences(recorded, replayed)
+    if differences:
+        message = (f"REPLAY MISMATCH: replaying {display_path(run.path)} did not reproduce its results.json "
+                   f"({len(differences)} claim(s) differ; graded the replay):\n  " + "\n  ".join(differences))
+        notes.append(message)
+        warn(message)
+    return run, replayed, "replayed", differences
+
+
+def _results_to_write(run: Run, results: ResultsFile) -> ResultsFile:
+    m = run.manifest
+    return ResultsFile(prompt=m.prompt, prompt_sha256=m.prompt_sha256, model=m.model, recorded_at=m.recorded_at,
+                       files=results.files)
+
+
+def _plan_writes(versions: list[tuple[Run, ResultsFile]], out_dir: Path) -> list[Path]:
+    """The results file of each version; two versions of the same prompt get their run name appended."""
+    names = [results_file_name(run.manifest.prompt) for run, _ in versions]
+    out = []
+    for (run, _), name in zip(versions, names, strict=True):
+        if names.count(name) > 1:
+            name = name.removesuffix(".json") + f"-{re.sub(r'[^A-Za-z0-9._-]+', '_', run.name)}.json"
+        out.append(out_dir / name)
+    return out
+
+
+def _write_results(targets: list[tuple[Path, ResultsFile]], force: bool, warn: Warn) -> list[Path]:
+    """Write each results file; refuse (before writing any) to change a frozen one unless forced."""
+    texts = []
+    refused = []
+    for path, results in targets:
+        frozen = path.is_file() and is_frozen(path)
+        text = dump_json(results.model_copy(update={"frozen": frozen}).model_dump(mode="json"))
+        existing = path.read_text("utf-8") if path.is_file() else None
+        if frozen and existing != text and not force:
+            refused.append(path)
+        texts.append((path, text, existing, frozen))
+    if refused:
+        raise UsageError(
+            "refusing to overwrite frozen results with different results: "
+            + ", ".join(display_path(p) for p in refused)
+            + " (a frozen baseline stays as it is; pass --force to overwrite it)"
+        )
+    written = []
+    for path, text, existing, frozen in texts:
+        if existing == text:
+            continue
+        if frozen:
+            warn(f"overwriting frozen {display_path(path)} (--force); it stays frozen")
+        atomic_write_text(path, text)
+        written.append(path)
+    return written
+
+
+def _right(
+    gold_label: str | None, a: Verdict | None, b: Verdict | None
+) -> Literal["baseline", "candidate", "neither"] | None:
+    if gold_label is None:
+        return None
+    if is_correct(gold_label, a):
+        return "baseline"
+    if is_correct(gold_label, b):
+        return "candidate"
+    return "neither"
+
+
+def _flips(base: Version, cand: Version, gold: GoldSet, others: list[Run]) -> tuple[list[FlipLine], bool]:
+    explain = _flip_explainer()
+    causes: dict[ClaimKey, tuple[str, str]] = {}
+    if explain is not None:
+        report = explain(base.run, cand.run, gold, extra_runs=others)
+        causes = {(f.file, f.id): (f.primary_cause, f.summary) for f in report.flips}
+    a, b = _results_by_key(base.results), _results_by_key(cand.results)
+    labels = {(g.file, g.id): g.label for g in gold.items}
+    out = []
+    for key in sorted(a.keys() | b.keys()):
+        va = a[key].judge_verdict if key in a else None
+        vb = b[key].judge_verdict if key in b else None
+        if va == vb:
+            continue
+        text = claim_info(key, b.get(key), cand.claims)[0] or claim_info(key, a.get(key), base.claims)[0]
+        cause, summary = causes.get(key, ("?", ""))
+        out.append(FlipLine(key[0], key[1], text, va, vb, labels.get(key),
+                            _right(labels.get(key), va, vb), cause, summary))
+    return out, explain is not None
+
+
+def run_bakeoff(
+    *,
+    gold_path: Path,
+    baseline: Path,
+    candidates: list[Path],
+    out_dir: Path,
+    replay: bool = True,
+    force: bool = False,
+    warn: Warn = lambda message: None,
+) -> Bakeoff:
+    """Replay (or read) each run, write its `judge-bakeoff-results-<prompt>.json`, grade it against the
+    gold set, gate each candidate against the baseline and list the verdict flips between them."""
+    if not candidates:
+        raise UsageError("no candidate run: give --candidate RUN or set [tool.judge-replay] candidates")
+    gold = load_gold(gold_path)
+    notes: list[str] = []
+    loaded = [_load_version(p, replay, warn, notes) for p in [baseline, *candidates]]
+    targets = _plan_writes([(run, results) for run, results, _, _ in loaded], out_dir)
+    to_write = [(t, _results_to_write(run, res)) for t, (run, res, _, _) in zip(targets, loaded, strict=True)]
+    written = _write_results(to_write, force, warn)
+    versions = []
+    for target, (run, results, source, differences) in zip(targets, loaded, strict=True):
+        claims = run_claims(run)
+        scores = adjudicate(grade_results(results, gold, claims), run, claims)
+        versions.append(Version(run, display_path(run.path), results, source, differences, target, scores, claims))
+    notes[:0] = stand_in_notes([v.run for v in versions])
+    base = versions[0]
+    gates = []
+    for cand in versions[1:]:
+        decision = adoption_gate(base.results, cand.results, gold,
+                                 baseline_scores=base.scores, candidate_scores=cand.scores)
+        others = [v.run for v in versions if v is not base and v is not cand]
+        flips, explained = _flips(base, cand, gold, others)
+        gates.append(GateReport(base, cand, decision, flips, explained))
+    return Bakeoff(gold_path, gold, versions, gates, notes, written)
+
+
+def bakeoff_json(b: Bakeoff) -> dict[str, Any]:
+    """The machine-readable bake-off: versions with scores, gate decisions, flips."""
+    def version(v: Version) -> dict[str, Any]:
+        m = v.run.manifest
+        return {
+            "run": v.label, "prompt": m.prompt, "prompt_sha256": m.prompt_sha256, "model": m.model,
+            "recorded_at": m.recorded_at, "stand_ins": m.stand_ins, "source": v.source,
+            "replay_reproduced": None if v.replay_differences is None else not v.replay_differences,
+            "replay_differences": v.replay_differences or [], "results_file": display_path(v.results_file),
+            "frozen": m.frozen, "scores": v.scores.model_dump(mode="json"),
+        }
+
+    return {
+        "gold": display_path(b.gold_path), "gold_name": b.gold.name, "notes": b.notes,
+        "versions": [version(v) for v in b.versions],
+        "gates": [{"baseline": g.baseline.label, "candidate": g.candidate.label,
+                   **g.decision.model_dump(mode="json")} for g in b.gates],
+        "flips": [{"baseline": g.baseline.label, "candidate": g.candidate.label, "explained": g.explainer,
+                   "flips": [f.__dict__ for f in g.flips]} for g in b.gates],
+        "written": [display_path(p) for p in b.written],
+    }

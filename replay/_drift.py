@@ -1,0 +1,378 @@
+"""Drift: whether the page each verdict rests on still says what it said (pure: texts in, statuses out).
+
+For one claim, its old page (what the run's judge read) against a later version of it:
+
+- `page-gone`: the later version could not be retrieved, or is absent from where it was looked for.
+- `unchanged`: same content hash (also when neither version exists: nothing to compare).
+- `value-changed`: the line carrying the claim's value now carries a different one. The anchor lines in
+  the old page are the line holding the recorded quote and the line holding most of the claim's value
+  tokens; each anchor's counterpart in the new page is the same line if it is still there, else the
+  table row with the same row key (first cell), else the most similar line (difflib, shared subject
+  words first). For a table row only the cells holding the claim's values are compared (all cells after
+  the key when none holds one), so an edit in another column of the same row does not count. Also
+  `value-changed`: a claimed value that was on the old page is on the new page no more (`new` is then
+  the counterpart line, or None; when the line went with the quote on it, that is `quote-gone`).
+  A claim with no quote the old page held (typically `source_silent`) whose values (or, with no values,
+  all subject words) now appear on one line of the new page, and did not before, may now ground: it is
+  `value-changed` with `old` None and `new` the line now carrying the value. `changed-quote-intact`
+  would hide exactly the claims whose verdict the change is most likely to move.
+- `quote-gone`: the recorded quote occurred in the old page and occurs in the new one no more.
+- `changed-quote-intact`: the page changed, but the quote and the claim's values are still there.
+
+Several may apply; the first in the order page-gone > value-changed > quote-gone > changed-quote-intact
+> unchanged wins. Claims whose status is neither `unchanged` nor `changed-quote-intact` are at risk.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from ._mcp import normalise_learn_url
+from ._records import DriftClaim, DriftPage, DriftReport, Verdict
+from ._runs import PageVersion
+from ._text import (
+    Located,
+    find_line,
+    has_digit,
+    line_token_set,
+    normalise_ws,
+    parse_number,
+    quote_occurs,
+    subject_words,
+    tokens,
+    value_tokens,
+)
+
+AT_RISK_STATUSES = frozenset({"page-gone", "value-changed", "quote-gone"})
+STATUS_ORDER = ("page-gone", "value-changed", "quote-gone", "changed-quote-intact", "unchanged")
+"""Statuses by precedence (and the order reports group them in)."""
+_SIMILAR = 0.6
+"""Least difflib ratio for a line to count as the edited form of another."""
+_SIMILAR_KEY = 0.8
+"""Least difflib ratio between row keys for a table row to count as a renamed form of another."""
+
+
+@dataclass(frozen=True)
+class ClaimEvidence:
+    """What one verdict of a run rests on."""
+
+    file: str
+    id: str
+    claim: str | None
+    """The claim text; None when the run does not say (then only the quote is checked)."""
+    evidence_url: str | None
+    """The page the verdict rests on: the result's `evidence_url`, else the claim's."""
+    verdict: Verdict | None = None
+    quote: str = ""
+
+
+def evidence_url(result_url: str | None, claim_url: str | None, read: Mapping[str, PageVersion]) -> str | None:
+    """The page a verdict rests on: the result's URL, else the claim's; one the run read wins."""
+    candidates = [u for u in (result_url, claim_url) if u]
+    for url in candidates:
+        if normalise_learn_url(url) in read:
+            return url
+    return candidates[0] if candidates else None
+
+
+def claim_drift(item: ClaimEvidence, old: PageVersion | None, new: PageVersion | None) -> DriftClaim:
+    """The drift status of one claim, given the page its verdict rests on and the later version."""
+    out = DriftClaim(
+        file=item.file, id=item.id, evidence_url=item.evidence_url, status="unchanged",
+        old_sha256=old.sha256 if old else None, new_sha256=new.sha256 if new else None,
+        verdict=item.verdict, quote=item.quote,
+    )
+    old_text = old.text if old and old.sha256 is not None else None
+    new_text = new.text if new and new.sha256 is not None else None
+    if item.evidence_url is None:
+        return out.model_copy(update={"note": "the verdict cites no page"})
+    if old_text is None and new_text is None:
+        return out.model_copy(update={"note": "no version of the page was retrievable, then or now"})
+    if new_text is None:
+        anchor = _anchors(item, old_text or "")
+        return out.model_copy(update={
+            "status": "page-gone", "old": anchor[0].line.strip() if anchor else None,
+            "note": "the later version could not be retrieved" if new else "the later pages do not hold this page",
+        })
+    if old and new and old.sha256 == new.sha256:
+        return out
+    return out.model_copy(update=_changed(item, old_text or "", new_text))
+
+
+def _changed(item: ClaimEvidence, old_text: str, new_text: str) -> dict[str, object]:
+    """Status fields of a claim whose page content changed."""
+    values = _claim_values(item.claim)
+    old_lines, new_lines = _lines(old_text), _lines(new_text)
+    exact_new = {normalise_ws(line.line) for line in new_lines}
+    quoted = bool(item.quote.strip()) and quote_occurs(item.quote, old_text)
+
+    for anchor in _anchors(item, old_text):
+        twin = _counterpart(anchor.line, new_lines, exact_new)
+        if twin is not None and _values_differ(anchor.line, twin.line, values):
+            return {"status": "value-changed", "old": anchor.line.strip(), "new": twin.line.strip(),
+                    "note": f"line {anchor.index + 1} now reads as line {twin.index + 1} with other values"}
+
+    old_tokens, new_tokens = _page_tokens(old_lines), _page_tokens(new_lines)
+    quote_gone = quoted and not quote_occurs(item.quote, new_text)
+    vanished = sorted(v for v in values if v in old_tokens and v not in new_tokens)
+    if vanished:
+        anchor = _value_line(old_lines, values) or _first(_anchors(item, old_text))
+        twin = _counterpart(anchor.line, new_lines, exact_new) if anchor else None
+        # a removed row or paragraph took the quote with it: that is the quote gone, not a new value
+        if twin is not None or not quote_gone:
+            return {"status": "value-changed", "old": anchor.line.strip() if anchor else None,
+                    "new": twin.line.strip() if twin else None,
+                    "note": f"no longer on the page: {', '.join(vanished)}"}
+
+    if quote_gone:
+        anchor = _quote_line(old_text, item.quote)
+        twin = _counterpart(anchor.line, new_lines, exact_new) if anchor else None
+        return {"status": "quote-gone", "old": anchor.line.strip() if anchor else None,
+                "new": twin.line.strip() if twin else None, "note": "the recorded quote no longer occurs"}
+
+    if not quoted:
+        now = _grounding_line(new_lines, new_tokens, item.claim, values)
+        if now is not None and _grounding_line(old_lines, old_tokens, item.claim, values) is None:
+            return {"status": "value-changed", "old": None, "new": now.line.strip(),
+                    "note": "the page now carries the claim's value: a verdict without a quote may now ground"}
+
+    return {"status": "changed-quote-intact", "note": "the page changed elsewhere"}
+
+
+# --------------------------------------------------------------------------- lines and tokens
+
+
+def _canon(token: str) -> str:
+    """A token compared as `line_token_set` does, with numbers in one spelling (`200k` == `200,000`)."""
+    number = parse_number(token)
+    if number is None:
+        return token
+    return str(int(number)) if number == int(number) else repr(number)
+
+
+def _tokset(text: str) -> set[str]:
+    return {_canon(t) for t in line_token_set(text)}
+
+
+def _digits(text: str) -> set[str]:
+    return {t for t in _tokset(text) if has_digit(t)}
+
+
+def _claim_values(claim: str | None) -> set[str]:
+    """The claim's value tokens; a lower bound (`200k+`) stands for its number."""
+    if not claim:
+        return set()
+    return {_canon(v.rstrip("+")) for v in value_tokens(claim) if v.rstrip("+")}
+
+
+def _lines(text: str) -> list[Located]:
+    return [Located(i, line) for i, line in enumerate(text.splitlines()) if line.strip()]
+
+
+def _page_tokens(lines: Iterable[Located]) -> set[str]:
+    out: set[str] = set()
+    for line in lines:
+        out |= _tokset(line.line)
+    return out
+
+
+def _cells(line: str) -> list[str] | None:
+    """The cells of a markdown table row, or None when the line is not one."""
+    stripped = line.strip()
+    if not stripped.startswith("|") or stripped.count("|") < 2:
+        return None
+    inner = stripped[1:-1] if stripped.endswith("|") else stripped[1:]
+    return [cell.strip() for cell in inner.split("|")]
+
+
+def _row_key(cells: list[str]) -> tuple[str, ...]:
+    """What names a table row: its first cell up to any line break (labels under it come and go)."""
+    return tuple(tokens(re.split(r"<br\s*/?>", cells[0], maxsplit=1)[0])) if cells else ()
+
+
+def _first(lines: list[Located]) -> Located | None:
+    return lines[0] if lines else None
+
+
+# --------------------------------------------------------------------------- anchors and counterparts
+
+
+def _quote_line(old_text: str, quote: str) -> Located | None:
+    """The old page line holding the quote (for a quote over several lines: its longest line)."""
+    if not quote.strip():
+        return None
+    found = find_line(old_text, quote)
+    if found is None:
+        for part in sorted((p for p in quote.splitlines() if p.strip()), key=len, reverse=True):
+            found = find_line(old_text, part)
+            if found is not None:
+                break
+    return found
+
+
+def _value_line(lines: list[Located], values: set[str]) -> Located | None:
+    """The line carrying most of the claim's value tokens (first on a tie), if any carries one."""
+    best, best_count = None, 0
+    for line in lines:
+        count = len(values & _tokset(line.line))
+        if count > best_count:
+            best, best_count = line, count
+    return best
+
+
+def _anchors(item: ClaimEvidence, old_text: str) -> list[Located]:
+    """The old page lines the verdict rests on: the quote's line, then the claim's value line."""
+    out: list[Located] = []
+    quote_line = _quote_line(old_text, item.quote)
+    if quote_line is not None:
+        out.append(quote_line)
+    value_line = _value_line(_lines(old_text), _claim_values(item.claim))
+    if value_line is not None and all(value_line.index != a.index for a in out):
+        out.append(value_line)
+    return out
+
+
+def _counterpart(line: str, new_lines: list[Located], exact_new: set[str]) -> Located | None:
+    """The new page's version of an old line: itself, the row with the same key, or the closest line."""
+    wanted = normalise_ws(line)
+    if wanted in exact_new:
+        return next(n for n in new_lines if normalise_ws(n.line) == wanted)
+    cells = _cells(line)
+    if cells is not None:
+        key = _row_key(cells)
+        rows = [(n, c) for n in new_lines if (c := _cells(n.line)) is not None]
+        same_key = [(n, c) for n, c in rows if key and _row_key(c) == key]
+        if same_key:
+            return max(same_key, key=lambda nc: (_equal_cells(cells, nc[1]), _ratio(line, nc[0].line)))[0]
+        candidates = [n for n, c in rows if _renamed_key(key, _row_key(c))]
+    else:
+        candidates = [n for n in new_lines if _cells(n.line) is None]
+    words = set(subject_words(line))
+    best, best_score = None, (0, 0.0)
+    for cand in candidates:
+        ratio = _ratio(line, cand.line)
+        if not ratio:
+            continue
+        score = (len(words & set(subject_words(cand.line))), ratio)
+        if score > best_score:
+            best, best_score = cand, score
+    return best
+
+
+def _renamed_key(old: tuple[str, ...], new: tuple[str, ...]) -> bool:
+    """Whether a row key reads as a renamed form of another (`dall-e-3` -> `dalle-3`, `Max ...` ->
+    `Maximum ...`): much alike, and the same digits in the same order, since `gpt-5.1` and `gpt-5.2`, or
+    versions `0613` and `1106`, are two rows, not one edited."""
+    if not old or not new:
+        return False
+    a, b = " ".join(old), " ".join(new)
+    if [ch for ch in a if ch.isdigit()] != [ch for ch in b if ch.isdigit()]:
+        return False
+    return bool(_ratio(a, b, floor=_SIMILAR_KEY))
+
+
+def _ratio(a: str, b: str, floor: float = _SIMILAR) -> float:
+    """difflib's similarity of two lines, or 0 when it is below `floor`."""
+    matcher = difflib.SequenceMatcher(None, normalise_ws(a), normalise_ws(b), autojunk=False)
+    if matcher.real_quick_ratio() < floor or matcher.quick_ratio() < floor:
+        return 0.0
+    ratio = matcher.ratio()
+    return ratio if ratio >= floor else 0.0
+
+
+def _equal_cells(a: list[str], b: list[str]) -> int:
+    return sum(1 for x, y in zip(a, b) if tokens(x) == tokens(y))
+
+
+def _values_differ(old_line: str, new_line: str, values: set[str]) -> bool:
+    """Whether the new line carries other values where the old one carried the claim's."""
+    old_cells, new_cells = _cells(old_line), _cells(new_line)
+    if old_cells is None or new_cells is None:
+        return _digits(old_line) != _digits(new_line)
+    holding = [i for i in range(1, len(old_cells)) if values & _tokset(old_cells[i])]
+    for i in holding or range(1, max(len(old_cells), len(new_cells))):
+        before = _digits(old_cells[i]) if i < len(old_cells) else set()
+        after = _digits(new_cells[i]) if i < len(new_cells) else set()
+        if before != after:
+            return True
+    return False
+
+
+def _grounding_line(lines: list[Located], page_tokens: set[str], claim: str | None, values: set[str]) -> Located | None:
+    """Where the page would ground the claim as the judge policy reads it: every value token occurs in the
+    page (the line carrying most of them), or with no value, one line carries every subject word."""
+    if values:
+        return _value_line(lines, values) if values <= page_tokens else None
+    words = set(subject_words(claim or ""))
+    if not words:
+        return None
+    return next((line for line in lines if words <= _tokset(line.line)), None)
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def is_at_risk(claim: DriftClaim) -> bool:
+    return claim.status in AT_RISK_STATUSES
+
+
+def rerecord_command(prompt: str, claims_paths: Iterable[str], run: str) -> str:
+    """The command that re-records only the given claims files into a new run."""
+    paths = " ".join(shlex.quote(p) for p in claims_paths)
+    return f"judge-replay judge --prompt {shlex.quote(prompt)} --claims {paths} --run {shlex.quote(run)} --mode record"
+
+
+def drift_report(
+    *,
+    run: str,
+    against: str,
+    items: list[ClaimEvidence],
+    old_pages: Mapping[str, PageVersion],
+    new_pages: Mapping[str, PageVersion],
+    prompt: str,
+    claims_paths: Mapping[str, str],
+    rerecord_run: str,
+) -> DriftReport:
+    """Drift of every claim of a run. Pages are keyed by normalised URL (as `Run.pages` is);
+    `claims_paths` maps a claims batch's `file` to its claims file path, for the re-record command."""
+    claims = []
+    for item in items:
+        key = normalise_learn_url(item.evidence_url) if item.evidence_url else None
+        old = old_pages.get(key) if key else None
+        new = new_pages.get(key) if key else None
+        claims.append(claim_drift(item, old, new))
+    at_risk = [{"file": c.file, "id": c.id} for c in claims if is_at_risk(c)]
+    files = list(dict.fromkeys(c["file"] for c in at_risk))
+    commands = []
+    if files:
+        paths = [claims_paths.get(f, f"<claims file of {f}>") for f in files]
+        commands = [rerecord_command(prompt, paths, rerecord_run),
+                    f"judge-replay diff {shlex.quote(run)} {shlex.quote(rerecord_run)}"]
+    return DriftReport(run=run, against=against, claims=claims, at_risk=at_risk,
+                       rerecord_commands=commands, pages=_pages(claims))
+
+
+def _pages(claims: list[DriftClaim]) -> list[DriftPage]:
+    out: dict[str, DriftPage] = {}
+    for c in claims:
+        if c.evidence_url is None:
+            continue
+        key = normalise_learn_url(c.evidence_url)
+        if key in out:
+            out[key].claims += 1
+            continue
+        if c.old_sha256 == c.new_sha256:
+            state = "unchanged"
+        elif c.new_sha256 is None:
+            state = "gone"
+        elif c.old_sha256 is None:
+            state = "appeared"
+        else:
+            state = "changed"
+        out[key] = DriftPage(url=c.evidence_url, old_sha256=c.old_sha256, new_sha256=c.new_sha256,
+                             state=state, claims=1)
+    return sorted(out.values(), key=lambda p: p.url)

@@ -1,0 +1,205 @@
+"""The I/O edge of flip explanation: reads run folders into `_flips.RunInput` and runs the pure core."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ._errors import InputError
+from ._flips import Conversation, Key, PageRead, RunInput, SearchMade, confirm_commands, flip_report, gold_labels
+from ._io import load_claims_batch
+from ._mcp import FETCH_TOOL, SEARCH_TOOL, search_result_urls
+from ._prompts import BUNDLED, load_prompt, parse_rendered_batch
+from ._records import Claim, ClaimsBatch, FlipReport, GoldSet
+from ._runs import Run, find_runs
+from ._text import sha256_text
+
+
+def _strings(data: Any) -> Iterator[str]:
+    if isinstance(data, str):
+        yield data
+    elif isinstance(data, dict):
+        for v in data.values():
+            yield from _strings(v)
+    elif isinstance(data, list):
+        for v in data:
+            yield from _strings(v)
+
+
+def _claims_from_cassette(run: Run, file: str) -> list[Claim]:
+    """The batch the judge was given, read back from the first model request that carries it."""
+    for it in run.interactions(file):
+        if "/v1/messages" not in it.uri:
+            continue
+        for text in _strings(it.request_json()):
+            if "```json" not in text:
+                continue
+            rows = parse_rendered_batch(text)
+            if rows:
+                return [Claim.model_validate(r) for r in rows if isinstance(r, dict) and _valid_claim(r)]
+    return []
+
+
+def _valid_claim(row: dict[str, Any]) -> bool:
+    try:
+        Claim.model_validate(row)
+    except ValueError:
+        return False
+    return True
+
+
+def _claims_from_manifest(run: Run, file: str) -> list[Claim]:
+    """The claims file named in the manifest, looked for where a run's paths are usually relative to."""
+    for entry in run.manifest.claims:
+        if entry.file != file:
+            continue
+        raw = Path(entry.path)
+        for candidate in (raw, run.path / raw, run.path.parent / raw, run.path.parent.parent / raw):
+            if candidate.is_file():
+                try:
+                    batch = load_claims_batch(candidate)
+                except InputError:
+                    continue
+                if batch.file == file:
+                    return list(batch.claims)
+    return []
+
+
+def _conversation(run: Run, file: str) -> Conversation | None:
+    """The file's Learn traffic from its cassette, else from the results' tool_calls; None if neither."""
+    if run.cassette_path(file).is_file():
+        fetches, searches = [], []
+        for call in run.learn_calls(file):
+            if call.tool == FETCH_TOOL and "url" in call.arguments:
+                url = str(call.arguments["url"])
+                if call.page_missing:
+                    fetches.append(PageRead(url, None, None))
+                else:
+                    fetches.append(PageRead(url, sha256_text(call.text), call.text))
+            elif call.tool == SEARCH_TOOL:
+                query = str(call.arguments.get("query", ""))
+                searches.append(SearchMade(query, tuple(search_result_urls(call.text))))
+        return Conversation(tuple(fetches), tuple(searches))
+    for fr in run.results.files:
+        if fr.file == file and fr.tool_calls is not None:
+            fetches, searches = [], []
+            for tc in fr.tool_calls:
+                if tc.tool == FETCH_TOOL and tc.url:
+                    known = run.page(tc.url)
+                    text = known.text if known and known.sha256 == tc.page_sha256 else None
+                    fetches.append(PageRead(tc.url, tc.page_sha256, text))
+                elif tc.tool == SEARCH_TOOL:
+                    searches.append(SearchMade(str(tc.arguments.get("query", "")), tuple(tc.result_urls)))
+            return Conversation(tuple(fetches), tuple(searches))
+    return None
+
+
+def _aliases(run: Run) -> frozenset[str]:
+    return frozenset({run.name, str(run.path), str(run.path.resolve())})
+
+
+def _pages_from(run: Run) -> str | None:
+    """The manifest's `pages_from`, as an alias of the run it names (resolved path when it exists)."""
+    pf = run.manifest.pages_from
+    if not pf:
+        return None
+    for candidate in (Path(pf), run.path.parent / Path(pf).name):
+        if candidate.is_dir():
+            return str(candidate.resolve())
+    return Path(pf).name
+
+
+def _prompt(run: Run) -> tuple[str | None, str]:
+    """(the prompt text, what to pass to `judge --prompt` to run it again)."""
+    m = run.manifest
+    text = run.prompt_text
+    if text is None and m.prompt in BUNDLED:
+        bundled = load_prompt(m.prompt)
+        if bundled.sha256 == m.prompt_sha256:
+            text = bundled.text
+    if m.prompt in BUNDLED:
+        arg = m.prompt
+    elif Path(m.prompt).is_file():
+        arg = m.prompt
+    elif run.prompt_text is not None:
+        arg = str(run.path / "prompt.md")
+    else:
+        arg = m.prompt
+    return text, arg
+
+
+def run_input(run: Run, claims: Sequence[ClaimsBatch] = ()) -> RunInput:
+    """Everything the explainer needs from one run folder (cassettes are read once, here)."""
+    m = run.manifest
+    results: dict[Key, Any] = {}
+    files: list[str] = []
+    for fr in run.results.files:
+        files.append(fr.file)
+        for r in fr.results:
+            results[(fr.file, r.id)] = r
+    files += [e.file for e in m.claims if e.file not in files]
+    given = {(b.file, c.id): c for b in claims for c in b.claims}
+    known: dict[Key, Claim] = {}
+    conversations: dict[str, Conversation] = {}
+    for file in files:
+        conv = _conversation(run, file)
+        if conv is not None:
+            conversations[file] = conv
+        if any(k[0] == file and k not in given for k in results):
+            for claim in _claims_from_cassette(run, file) or _claims_from_manifest(run, file):
+                known[(file, claim.id)] = claim
+    known.update(given)
+    for key, r in results.items():  # a results file may carry the claim text itself
+        extra = r.model_extra or {}
+        if key not in known and isinstance(extra.get("claim"), str) and extra["claim"]:
+            known[key] = Claim(id=key[1], claim=extra["claim"], claim_type=extra.get("claim_type") or "version",
+                               evidence_url=extra.get("claim_evidence_url"))
+    pages = {k: PageRead(p.url, p.sha256, p.text) for k, p in run.pages.items()}
+    text, arg = _prompt(run)
+    return RunInput(
+        name=run.name, label=str(run.path), prompt_name=m.prompt, prompt_text=text,
+        prompt_sha256=m.prompt_sha256, model=m.model, versions=dict(m.versions), pages_from=_pages_from(run),
+        aliases=_aliases(run), results=results, claims=known, conversations=conversations, pages=pages,
+        prompt_arg=arg, claims_paths={e.file: e.path for e in m.claims},
+    )
+
+
+def discover_runs(run_a: Run, run_b: Run, exclude: Sequence[Run] = ()) -> list[Run]:
+    """Sibling run folders (same parent as A or B) that can confirm a cause: repeats of A's or B's prompt,
+    or runs recorded with `--pages-from` A or B, sharing at least one claims file."""
+    taken = {r.path.resolve() for r in (run_a, run_b, *exclude)}
+    shas = {run_a.manifest.prompt_sha256, run_b.manifest.prompt_sha256}
+    targets = _aliases(run_a) | _aliases(run_b)
+    files = {e.file for e in run_a.manifest.claims} | {e.file for e in run_b.manifest.claims}
+    found: list[Run] = []
+    for parent in dict.fromkeys([run_a.path.resolve().parent, run_b.path.resolve().parent]):
+        for run in find_runs(parent):
+            if run.path.resolve() in taken:
+                continue
+            try:
+                m = run.manifest
+                fits = m.prompt_sha256 in shas or (_pages_from(run) or "") in targets
+                if fits and files & {e.file for e in m.claims}:
+                    found.append(run)
+                    taken.add(run.path.resolve())
+            except InputError:
+                continue  # a broken sibling is not what the user asked about
+    return found
+
+
+def explain_flips(
+    run_a: Run, run_b: Run, gold: GoldSet | None = None, extra_runs: Sequence[Run] = (), *,
+    discover: bool = True, claims: Sequence[ClaimsBatch] = (), confirm_parent: str | None = None,
+) -> FlipReport:
+    """Explain every verdict flip from run A to run B (see `_flips.flip_report`)."""
+    extras = list(extra_runs)
+    if discover:
+        extras += discover_runs(run_a, run_b, extras)
+    a, b = run_input(run_a, claims), run_input(run_b, claims)
+    extra_inputs = [run_input(x, claims) for x in extras]
+    report = flip_report(a, b, gold_labels(gold), extra_inputs)
+    parent = confirm_parent if confirm_parent is not None else str(run_b.path.parent)
+    report.confirm_commands = confirm_commands(a, b, report, parent)
+    return report
+

@@ -1,0 +1,758 @@
+"""Why a claim's verdict moved between two runs: prompt, page, evidence path or the model (pure core).
+
+Inputs are plain data built at the edge (`replay._flip_inputs`) from run folders; nothing here reads a
+file or the network. `explain_flips(Run, Run, ...)` at the bottom is the edge entry, re-exported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from ._mcp import normalise_learn_url
+from ._page_diff import changed_values, claim_values_on, line_values, region_diff
+from ._prompts import calibration_rules
+from ._records import GOLD_TO_VERDICT, Claim, ClaimResult, Flip, FlipCause, FlipReport, GoldSet
+from ._text import normalise_ws, quote_occurs, sha256_text, subject_words, value_tokens, without_thousands
+
+if TYPE_CHECKING:
+    from ._runs import Run
+
+Key = tuple[str, str]
+"""(claims file, claim id): the pairing key."""
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class PageRead:
+    """A page as one run's judge got it (sha256/text None: the page could not be retrieved)."""
+
+    url: str
+    sha256: str | None
+    text: str | None
+
+
+@dataclass(frozen=True)
+class SearchMade:
+    """A `microsoft_docs_search` call and the URLs it returned, in rank order."""
+
+    query: str
+    result_urls: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """The recorded Learn traffic of one claims file's conversation."""
+
+    fetches: tuple[PageRead, ...] = ()
+    searches: tuple[SearchMade, ...] = ()
+
+    def fetched(self, url: str) -> PageRead | None:
+        """The last fetch of a URL in this conversation."""
+        key = normalise_learn_url(url)
+        found = None
+        for page in self.fetches:
+            if normalise_learn_url(page.url) == key:
+                found = page
+        return found
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """One run, as the explainer needs it."""
+
+    name: str
+    label: str
+    """How the user named the run (its path as given)."""
+    prompt_name: str | None = None
+    prompt_text: str | None = None
+    prompt_sha256: str | None = None
+    model: str | None = None
+    versions: Mapping[str, str] = field(default_factory=dict)
+    pages_from: str | None = None
+    """The run that served this run's Learn calls, as an alias comparable with `aliases`."""
+    aliases: frozenset[str] = frozenset()
+    """Every way a manifest's `pages_from` may name this run (name, path as given, resolved path)."""
+    results: Mapping[Key, ClaimResult] = field(default_factory=dict)
+    claims: Mapping[Key, Claim] = field(default_factory=dict)
+    conversations: Mapping[str, Conversation] = field(default_factory=dict)
+    """claims file -> its recorded Learn traffic; a file missing here was not recorded."""
+    pages: Mapping[str, PageRead] = field(default_factory=dict)
+    """normalised URL -> the page anywhere in the run (last fetch wins)."""
+
+    prompt_arg: str | None = None
+    """What to pass to `judge --prompt` to run this run's prompt again."""
+    claims_paths: Mapping[str, str] = field(default_factory=dict)
+    """claims file -> the claims path recorded in the manifest."""
+
+    @property
+    def prompt_id(self) -> str | None:
+        """What identifies the prompt: the sha of its text, else the manifest's sha."""
+        return sha256_text(self.prompt_text) if self.prompt_text is not None else self.prompt_sha256
+
+
+# --------------------------------------------------------------------------- prompt changes
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+PREAMBLE = "(before the first heading)"
+
+
+def prompt_sections(text: str) -> dict[str, str]:
+    """Markdown heading -> the section's body (fenced code is not searched for headings)."""
+    sections: dict[str, list[str]] = {PREAMBLE: []}
+    current = PREAMBLE
+    fenced = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+        m = None if fenced else _HEADING.match(line)
+        if m:
+            current = m.group(2)
+            sections.setdefault(current, [])
+        else:
+            sections[current].append(line)
+    return {k: "\n".join(v).strip() for k, v in sections.items() if k != PREAMBLE or "\n".join(v).strip()}
+
+
+def _rule_paragraphs(text: str) -> dict[str, str]:
+    out = {}
+    for para in re.split(r"\n\s*\n", text):
+        m = re.match(r"\s*\*\*(R\d+) —", para)
+        if m:
+            out[m.group(1)] = normalise_ws(para)
+    return out
+
+
+def _similar(x: str, y: str) -> bool:
+    import difflib
+
+    x, y = x.lower(), y.lower()
+    return x.startswith(y) or y.startswith(x) or difflib.SequenceMatcher(None, x, y).ratio() >= 0.6
+
+
+def prompt_changes(text_a: str, text_b: str) -> dict[str, Any]:
+    """Which sections and calibration rules were added, removed or changed from prompt A to prompt B."""
+    sa, sb = prompt_sections(text_a), prompt_sections(text_b)
+    added = [h for h in sb if h not in sa]
+    removed = [h for h in sa if h not in sb]
+    changed = [{"heading": h} for h in sa if h in sb and sa[h] != sb[h]]
+    for old in list(removed):  # a renamed heading is a changed section, not one removed and one added
+        new = next((h for h in added if _similar(old, h)), None)
+        if new is not None:
+            removed.remove(old)
+            added.remove(new)
+            changed.append({"heading": new, "was": old})
+    ra, rb = calibration_rules(text_a), calibration_rules(text_b)
+    pa, pb = _rule_paragraphs(text_a), _rule_paragraphs(text_b)
+    return {
+        "sections_added": added,
+        "sections_removed": removed,
+        "sections_changed": changed,
+        "rules_added": {r: rb[r] for r in rb if r not in ra},
+        "rules_removed": {r: ra[r] for r in ra if r not in rb},
+        "rules_changed": {r: rb[r] for r in rb if r in ra and (ra[r] != rb[r] or pa.get(r) != pb.get(r))},
+        "rules_a": ra,
+        "rules_b": rb,
+    }
+
+
+def _prompt_state(a: RunInput, b: RunInput) -> tuple[bool | None, dict[str, Any]]:
+    """(prompt changed? None when nothing recorded tells, the run-level prompt evidence)."""
+    info: dict[str, Any] = {
+        "a": {"name": a.prompt_name, "sha256": a.prompt_id},
+        "b": {"name": b.prompt_name, "sha256": b.prompt_id},
+    }
+    if a.prompt_text is not None and b.prompt_text is not None:
+        changed = a.prompt_text != b.prompt_text
+        if changed:
+            info.update(prompt_changes(a.prompt_text, b.prompt_text))
+        info["changed"] = changed
+        return changed, info
+    if a.prompt_id and b.prompt_id:
+        info["changed"] = a.prompt_id != b.prompt_id
+        info["note"] = "compared by sha256 only: a run has no prompt.md"
+        return info["changed"], info
+    info["changed"] = None
+    info["note"] = "no prompt text nor sha256 recorded on one side"
+    return None, info
+
+
+# --------------------------------------------------------------------------- the pages a claim rests on
+
+
+@dataclass
+class ClaimTrace:
+    """The pages one run's verdict on one claim rests on."""
+
+    recorded: bool
+    """The claim's conversation was recorded (its Learn traffic is known)."""
+    read: list[str]
+    """Normalised URLs fetched for this claim, in first-fetch order."""
+    cited: str | None
+    """Normalised `evidence_url` of the verdict."""
+    searched: list[str]
+    """Search queries made for this claim."""
+    pages: dict[str, PageRead]
+    """Normalised URL -> the version this run holds (from the conversation, else anywhere in the run)."""
+
+    @property
+    def path(self) -> set[str]:
+        return set(self.read) | ({self.cited} if self.cited else set())
+
+
+def _matches_claim(query: str, claim_text: str | None) -> bool:
+    if not claim_text:
+        return False
+    q, c = normalise_ws(query).lower(), normalise_ws(claim_text).lower()
+    return bool(q) and (q == c or c in q or q in c)
+
+
+def claim_trace(run: RunInput, key: Key) -> ClaimTrace:
+    """Which pages run's verdict on the claim rests on: the claim's cited URL, the verdict's evidence_url,
+    and pages reached through a search for the claim's text."""
+    file, _ = key
+    claim, result = run.claims.get(key), run.results.get(key)
+    conv = run.conversations.get(file)
+    wanted: list[str] = []
+    for url in (claim.evidence_url if claim else None, result.evidence_url if result else None):
+        if url:
+            wanted.append(url)
+    searched: list[str] = []
+    if conv is not None:
+        for search in conv.searches:
+            if _matches_claim(search.query, claim.claim if claim else None):
+                searched.append(search.query)
+                wanted.extend(u for u in search.result_urls if conv.fetched(u) is not None)
+    read: list[str] = []
+    pages: dict[str, PageRead] = {}
+    for url in wanted:
+        k = normalise_learn_url(url)
+        got = conv.fetched(url) if conv is not None else None
+        if got is not None and k not in read:
+            read.append(k)
+        page = got or run.pages.get(k)
+        if page is not None and k not in pages:
+            pages[k] = page
+    cited = normalise_learn_url(result.evidence_url) if result and result.evidence_url else None
+    return ClaimTrace(conv is not None, read, cited, searched, pages)
+
+
+def _version(run: RunInput, trace: ClaimTrace, url: str) -> PageRead | None:
+    return trace.pages.get(url) or run.pages.get(url)
+
+
+def _page_name(url: str) -> str:
+    path = urlsplit(url).path.rstrip("/")
+    return path.rsplit("/", 1)[-1] or url
+
+
+def _sha(page: PageRead | None) -> str | None:
+    if page is None:
+        return None
+    return page.sha256 or "missing"
+
+
+@dataclass
+class PageCompare:
+    url: str
+    a: PageRead | None
+    b: PageRead | None
+
+    @property
+    def compared(self) -> bool:
+        return self.a is not None and self.b is not None
+
+    @property
+    def changed(self) -> bool:
+        return self.compared and _sha(self.a) != _sha(self.b)
+
+
+def _compare_pages(a: RunInput, b: RunInput, ta: ClaimTrace, tb: ClaimTrace) -> list[PageCompare]:
+    urls = list(dict.fromkeys([*ta.pages, *tb.pages, *ta.read, *tb.read]))
+    return [PageCompare(u, _version(a, ta, u), _version(b, tb, u)) for u in urls]
+
+
+def _page_evidence(
+    cmp: PageCompare, ta: ClaimTrace, tb: ClaimTrace, claim: Claim | None, ra: ClaimResult | None,
+    rb: ClaimResult | None, a: RunInput, b: RunInput,
+) -> dict[str, Any]:
+    quote_a = ra.evidence_quote if ra else ""
+    quote_b = rb.evidence_quote if rb else ""
+    ev: dict[str, Any] = {
+        "url": (cmp.a or cmp.b).url if (cmp.a or cmp.b) else cmp.url,
+        "read_by": [side for side, t in (("a", ta), ("b", tb)) if cmp.url in t.read],
+        "cited_by": [side for side, t in (("a", ta), ("b", tb)) if cmp.url == t.cited],
+        "sha256_a": cmp.a.sha256 if cmp.a else None,
+        "sha256_b": cmp.b.sha256 if cmp.b else None,
+        "changed": cmp.changed if cmp.compared else None,
+    }
+    if not cmp.compared:
+        ev["note"] = f"only run {'a' if cmp.a else 'b'} holds this page"
+        return ev
+    text_a, text_b = cmp.a.text or "", cmp.b.text or ""  # type: ignore[union-attr]
+    if quote_a and cmp.b.text is not None:  # type: ignore[union-attr]
+        ev["quote_a_in_b"] = quote_occurs(quote_a, text_b)
+    if quote_b and cmp.a.text is not None:  # type: ignore[union-attr]
+        ev["quote_b_in_a"] = quote_occurs(quote_b, text_a)
+    if not cmp.changed:
+        ev["note"] = "page unchanged"
+        return ev
+    if cmp.a.text is None or cmp.b.text is None:  # type: ignore[union-attr]
+        ev["note"] = "page could not be retrieved in run " + ("a" if cmp.a.text is None else "b")  # type: ignore[union-attr]
+        return ev
+    claim_text = claim.claim if claim else ""
+    name = _page_name(ev["url"])
+    diff = region_diff(
+        text_a, text_b, values=value_tokens(claim_text), quotes=[q for q in (quote_a, quote_b) if q],
+        subjects=subject_words(claim_text),
+        old_label=f"{name} in {a.name} (sha {short_hash_of(cmp.a)})",
+        new_label=f"{name} in {b.name} (sha {short_hash_of(cmp.b)})",
+    )
+    ev["diff"] = diff.unified
+    ev["near_claim"] = diff.near_claim
+    if diff.note:
+        ev["note"] = diff.note
+    if diff.old_line is not None or diff.new_line is not None:
+        ev["old_line"], ev["new_line"] = diff.old_line, diff.new_line
+    return ev
+
+
+def short_hash_of(page: PageRead | None) -> str:
+    return (page.sha256 or "missing")[:8] if page else "none"
+
+
+# --------------------------------------------------------------------------- repeats and controlled re-runs
+
+
+def _same_pages(x: RunInput, tx: ClaimTrace, y: RunInput, ty: ClaimTrace) -> bool:
+    """Every page either run rests on for the claim is the same version in both (where both hold it)."""
+    urls = set(tx.pages) | set(ty.pages)
+    compared = 0
+    for u in urls:
+        px, py = _version(x, tx, u), _version(y, ty, u)
+        if px is None or py is None:
+            continue
+        compared += 1
+        if _sha(px) != _sha(py):
+            return False
+    return compared > 0 or (not urls and tx.recorded and ty.recorded)
+
+
+def _has_pages_of(x: RunInput, tx: ClaimTrace, y: RunInput, ty: ClaimTrace) -> bool:
+    """x's pages for the claim are y's: x was recorded with `--pages-from y`, or its versions equal y's."""
+    return (x.pages_from is not None and x.pages_from in y.aliases) or _same_pages(x, tx, y, ty)
+
+
+def _flip_rate(verdicts: Sequence[str | None]) -> float:
+    """Share of repeats that disagree with the most common verdict."""
+    counts = Counter(verdicts)
+    return round(1 - max(counts.values()) / len(verdicts), 3) if verdicts else 0.0
+
+
+def _repeat_group(ref: RunInput, tref: ClaimTrace, runs: Sequence[RunInput], traces: Sequence[ClaimTrace],
+                  key: Key) -> list[int]:
+    """Indexes of runs that repeat ref for the claim: same prompt, same page versions, same pages read."""
+    return [
+        i for i, (r, t) in enumerate(zip(runs, traces))
+        if key in r.results and r.prompt_id is not None and r.prompt_id == ref.prompt_id
+        and _same_pages(ref, tref, r, t) and t.path == tref.path
+    ]
+
+
+def _repeats_evidence(runs: Sequence[RunInput], traces: Sequence[ClaimTrace], group: list[int],
+                      key: Key) -> dict[str, Any]:
+    verdicts = [runs[i].results[key].judge_verdict for i in group]
+    return {
+        "runs": [runs[i].name for i in group],
+        "n": len(group),
+        "verdicts": dict(Counter(v or "none" for v in verdicts)),
+        "flip_rate": _flip_rate(verdicts),
+    }
+
+
+# --------------------------------------------------------------------------- one flip
+
+
+def _verdict(result: ClaimResult | None) -> str | None:
+    return result.judge_verdict if result else None
+
+
+def _cite(rule: str, rules: Mapping[str, str]) -> str:
+    return f"{rule} ({rules[rule]})" if rule in rules else rule
+
+
+def _prompt_reason(info: dict[str, Any], ra: ClaimResult | None, rb: ClaimResult | None) -> tuple[str, bool]:
+    """(the prompt part of a summary, whether a cited rule exists on one side only)."""
+    name_b = info["b"]["name"] or "B"
+    name_a = info["a"]["name"] or "A"
+    rules_a, rules_b = info.get("rules_a", {}), info.get("rules_b", {})
+    rule_a, rule_b = (ra.rule if ra else ""), (rb.rule if rb else "")
+    if rule_b and rule_b in rules_b and rule_b not in rules_a:
+        return f"B cites {_cite(rule_b, rules_b)}, new in {name_b}", True
+    if rule_a and rule_a in rules_a and rule_a not in rules_b:
+        return f"A cites {_cite(rule_a, rules_a)}, dropped in {name_b}", True
+    if rule_b and rule_b in info.get("rules_changed", {}):
+        return f"B cites {_cite(rule_b, rules_b)}, reworded in {name_b}", False
+    parts = []
+    if info.get("rules_added"):
+        parts.append("adds " + ", ".join(info["rules_added"]))
+    if info.get("rules_removed"):
+        parts.append("drops " + ", ".join(info["rules_removed"]))
+    n_sections = len(info.get("sections_added", [])) + len(info.get("sections_changed", [])) + len(
+        info.get("sections_removed", []))
+    if n_sections:
+        parts.append(f"{n_sections} section{'s' if n_sections != 1 else ''} differ")
+    detail = f" ({'; '.join(parts)})" if parts else ""
+    return f"{name_a} → {name_b}{detail}", False
+
+
+def _page_reason(pages: list[dict[str, Any]], claim: Claim | None) -> str:
+    changed = [p for p in pages if p.get("changed")]
+    if not changed:
+        return ""
+    p = next((p for p in changed if p.get("near_claim")), changed[0])
+    name = _page_name(p["url"])
+    shas = f"sha {(p['sha256_a'] or '')[:4] or 'missing'}→{(p['sha256_b'] or '')[:4] or 'missing'}"
+    if p["sha256_a"] is None or p["sha256_b"] is None:
+        gone = "could no longer be retrieved" if p["sha256_b"] is None else "could not be retrieved in A"
+        return f"{name} {gone} ({shas})"
+    if not p.get("near_claim"):
+        note = p.get("note") or "page changed"
+        return f"{name} changed, not near the claim ({note}; {shas})"
+    old, new = p.get("old_line"), p.get("new_line")
+    removed, added = changed_values(old, new)
+    values = value_tokens(claim.claim) if claim else []
+    anchor = next((v for v in claim_values_on(old or new, values) if not v.replace(".", "").isdigit()), None)
+    head = f"{anchor} … " if anchor else "… "
+    kept = [v for v in line_values(old) if v not in removed and without_thousands(v.lower()) in values
+            and without_thousands(v.lower()) != anchor]
+    if removed or added:
+        was = ", ".join([*kept[:1], *removed]) or "—"
+        now = ", ".join([*kept[:1], *added]) or "(gone)"
+        return f"'{head}{was}' → '{head}{now}' in {name} ({shas})"
+    if new is None:
+        return f"the claim's line was removed from {name} ({shas})"
+    return f"the claim's line changed in {name}: '{_clip(new)}' ({shas})"
+
+
+def _clip(text: str, n: int = 70) -> str:
+    text = normalise_ws(text)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _path_reason(ta: ClaimTrace, tb: ClaimTrace) -> str:
+    def side(t: ClaimTrace) -> str:
+        urls = [*t.read, *([t.cited] if t.cited and t.cited not in t.read else [])]
+        names = [_page_name(u) for u in urls] or ["nothing"]
+        return " + ".join(names)
+
+    return f"A read {side(ta)}, B read {side(tb)}"
+
+
+def explain_flip(
+    key: Key, a: RunInput, b: RunInput, prompt_changed: bool | None, prompt_info: dict[str, Any],
+    extras: Sequence[RunInput], gold: Mapping[Key, str],
+) -> tuple[Flip | None, dict[str, str] | None]:
+    """(the flip, when the verdict moved; the held-despite-page-change entry, when it did not and a page
+    the claim rests on changed)."""
+    ra, rb = a.results[key], b.results[key]
+    claim = a.claims.get(key) or b.claims.get(key)
+    ta, tb = claim_trace(a, key), claim_trace(b, key)
+    compares = _compare_pages(a, b, ta, tb)
+    page_changed_any = any(c.changed for c in compares)
+    if ra.judge_verdict == rb.judge_verdict:
+        if not page_changed_any:
+            return None, None
+        first = next(c for c in compares if c.changed)
+        ev = _page_evidence(first, ta, tb, claim, ra, rb, a, b)
+        return None, {
+            "file": key[0], "id": key[1], "verdict": ra.judge_verdict or "none", "url": ev["url"],
+            "sha256_a": ev["sha256_a"] or "missing", "sha256_b": ev["sha256_b"] or "missing",
+            "where": "near the claim" if ev.get("near_claim") else (ev.get("note") or "page changed elsewhere"),
+        }
+
+    pages = [_page_evidence(c, ta, tb, claim, ra, rb, a, b) for c in compares]
+    both_recorded = ta.recorded and tb.recorded
+    if page_changed_any:
+        page_changed: bool | None = True
+    elif any(c.compared for c in compares) or both_recorded:
+        page_changed = False
+    else:
+        page_changed = None
+    path_differs = (ta.path != tb.path) if both_recorded else None
+    model_differs = a.model != b.model or dict(a.versions) != dict(b.versions)
+
+    evidence: dict[str, Any] = {
+        "claim": claim.claim if claim else None,
+        "claim_values": value_tokens(claim.claim) if claim else [],
+        "quotes": {"a": ra.evidence_quote, "b": rb.evidence_quote},
+        "rules": {"a": ra.rule, "b": rb.rule},
+        "reasons": {"a": ra.reason, "b": rb.reason},
+        "evidence_urls": {"a": ra.evidence_url, "b": rb.evidence_url},
+        "prompt": _flip_prompt_evidence(prompt_info, ra, rb),
+        "pages": pages,
+        "path": {
+            "a": {"read": ta.read, "cited": ta.cited, "searched": ta.searched, "recorded": ta.recorded},
+            "b": {"read": tb.read, "cited": tb.cited, "searched": tb.searched, "recorded": tb.recorded},
+            "differs": path_differs,
+        },
+        "model": {
+            "a": {"model": a.model, "versions": dict(a.versions)},
+            "b": {"model": b.model, "versions": dict(b.versions)},
+            "differs": model_differs,
+        },
+    }
+
+    causes: list[FlipCause] = []
+    if prompt_changed:
+        causes.append("prompt")
+    if page_changed:
+        causes.append("page")
+    if path_differs:
+        causes.append("evidence_path")
+    if model_differs:
+        causes.append("model")
+
+    if prompt_changed is None or page_changed is None:
+        primary: FlipCause = "unknown"
+    elif prompt_changed and page_changed:
+        primary = "prompt+page"
+    elif prompt_changed:
+        primary = "prompt"
+    elif page_changed:
+        primary = "page"
+    elif path_differs:
+        primary = "evidence_path"
+    else:
+        primary = "model"
+
+    # Repeats: runs with the same prompt and the same page versions as A (or B).
+    runs = [a, b, *extras]
+    traces = [ta, tb, *(claim_trace(x, key) for x in extras)]
+    group_a = _repeat_group(a, ta, runs, traces, key)
+    group_b = _repeat_group(b, tb, runs, traces, key)
+    within_noise = False
+    repeats: dict[str, Any] = {}
+    if group_a == group_b and len(group_a) >= 2:
+        repeats["a_and_b"] = _repeats_evidence(runs, traces, group_a, key)
+        within_noise = True
+    else:
+        for side, group, other in (("a", group_a, rb.judge_verdict), ("b", group_b, ra.judge_verdict)):
+            if len(group) >= 2:
+                repeats[side] = _repeats_evidence(runs, traces, group, key)
+                if any(runs[i].results[key].judge_verdict == other for i in group):
+                    within_noise = True
+    if repeats:
+        evidence["repeats"] = repeats
+    noise_note = ""
+    if within_noise and primary != "model" and primary != "unknown":
+        noise_note = _noise_note(repeats)
+        primary = "model"
+        if "model" not in causes:
+            causes.append("model")
+
+    # Controlled re-runs: A's prompt with B's pages, B's prompt with A's pages.
+    confirmations = _confirmations(key, a, b, ta, tb, extras, traces[2:], prompt_changed, page_changed)
+    if confirmations:
+        evidence["confirmed_by"] = confirmations[0]["run"]
+        evidence["confirmations"] = confirmations
+        points = {c["points_to"] for c in confirmations} - {"neither"}
+        evidence["confirmed_cause"] = points.pop() if len(points) == 1 else ("prompt+page" if points else None)
+
+    if not causes and primary == "model":
+        causes.append("model")
+    if primary not in causes and primary not in ("unknown", "prompt+page"):
+        causes.insert(0, primary)
+
+    summary = _summary(primary, evidence, prompt_info, ra, rb, claim, ta, tb, a, b, page_changed,
+                       prompt_changed, noise_note)
+    flip = Flip(
+        file=key[0], id=key[1], verdict_a=ra.judge_verdict, verdict_b=rb.judge_verdict,
+        primary_cause=primary, causes=causes, evidence=evidence, summary=summary,
+    )
+    label = gold.get(key)
+    if label is not None:
+        expected = GOLD_TO_VERDICT[label]
+        flip.gold = label  # type: ignore[assignment]
+        flip.right = "a" if ra.judge_verdict == expected else "b" if rb.judge_verdict == expected else "neither"
+    return flip, None
+
+
+def _noise_note(repeats: dict[str, Any]) -> str:
+    group = repeats.get("a_and_b") or repeats.get("a") or repeats.get("b")
+    counts = ", ".join(f"{v} {n}" for v, n in group["verdicts"].items())
+    return f"within noise: {group['n']} runs with the same prompt and pages gave {counts} (flip rate {group['flip_rate']:.2f})"
+
+
+def _flip_prompt_evidence(info: dict[str, Any], ra: ClaimResult, rb: ClaimResult) -> dict[str, Any]:
+    ev = {k: v for k, v in info.items() if k not in ("rules_a", "rules_b")}
+    rules_a, rules_b = info.get("rules_a", {}), info.get("rules_b", {})
+    if rb.rule:
+        ev["rule_b"] = {"rule": rb.rule, "title": rules_b.get(rb.rule), "in_a": rb.rule in rules_a,
+                        "in_b": rb.rule in rules_b}
+    if ra.rule:
+        ev["rule_a"] = {"rule": ra.rule, "title": rules_a.get(ra.rule), "in_a": ra.rule in rules_a,
+                        "in_b": ra.rule in rules_b}
+    return ev
+
+
+def _confirmations(
+    key: Key, a: RunInput, b: RunInput, ta: ClaimTrace, tb: ClaimTrace, extras: Sequence[RunInput],
+    extra_traces: Sequence[ClaimTrace], prompt_changed: bool | None, page_changed: bool | None,
+) -> list[dict[str, Any]]:
+    if not (prompt_changed and page_changed):
+        return []  # a crossed run only separates prompt from page when both differ
+    va, vb = a.results[key].judge_verdict, b.results[key].judge_verdict
+    out = []
+    for x, tx in zip(extras, extra_traces):
+        if key not in x.results or x.prompt_id is None:
+            continue
+        vx = x.results[key].judge_verdict
+        if x.prompt_id == a.prompt_id and _has_pages_of(x, tx, b, tb) and not _same_pages(x, tx, a, ta):
+            combo, moved = "A's prompt with B's pages", {vb: "page", va: "prompt"}
+        elif x.prompt_id == b.prompt_id and _has_pages_of(x, tx, a, ta) and not _same_pages(x, tx, b, tb):
+            combo, moved = "B's prompt with A's pages", {vb: "prompt", va: "page"}
+        else:
+            continue
+        out.append({"run": x.name, "combination": combo, "verdict": vx, "points_to": moved.get(vx, "neither")})
+    return out
+
+
+def _summary(
+    primary: FlipCause, ev: dict[str, Any], info: dict[str, Any], ra: ClaimResult, rb: ClaimResult,
+    claim: Claim | None, ta: ClaimTrace, tb: ClaimTrace, a: RunInput, b: RunInput,
+    page_changed: bool | None, prompt_changed: bool | None, noise_note: str,
+) -> str:
+    prompt_part, _ = _prompt_reason(info, ra, rb) if prompt_changed else ("", False)
+    page_part = _page_reason(ev["pages"], claim)
+    n_pages = sum(1 for p in ev["pages"] if p.get("changed") is False)
+    same_pages = ("page unchanged" if n_pages == 1 else "pages unchanged") if n_pages else "no page compared"
+    if primary == "prompt":
+        line = f"prompt: {prompt_part}; {same_pages}"
+        if ev["path"]["differs"]:
+            line += f"; {_path_reason(ta, tb)}"
+    elif primary == "page":
+        line = f"page: {page_part}; prompt unchanged"
+    elif primary == "prompt+page":
+        line = f"prompt+page: {prompt_part}; and {page_part}"
+    elif primary == "evidence_path":
+        line = f"evidence_path: {_path_reason(ta, tb)}; same prompt and page versions"
+    elif primary == "model":
+        if noise_note:
+            line = f"model: {noise_note}"
+        else:
+            ma, mb = ev["model"]["a"]["model"], ev["model"]["b"]["model"]
+            who = f"{ma} → {mb}" if ma != mb else f"same model {ma}"
+            sdk = _sdk_change(ev["model"]["a"]["versions"], ev["model"]["b"]["versions"])
+            line = f"model: same prompt, pages and evidence path; {who}{sdk}"
+    else:
+        missing = []
+        if prompt_changed is None:
+            missing.append("no prompt text nor sha256 on one side")
+        if page_changed is None:
+            sides = [s for s, t in (("A", ta), ("B", tb)) if not t.recorded]
+            missing.append(f"no Learn traffic recorded for this claim in {' and '.join(sides) or 'either run'}")
+        known = f" (prompt {'changed: ' + prompt_part if prompt_changed else 'unchanged'})" if prompt_changed is not None else ""
+        line = f"unknown: {'; '.join(missing)}{known}"
+    conf = ev.get("confirmations")
+    if conf:
+        c = conf[0]
+        line += f" — confirmed by {c['run']}: {c['combination']} gives {c['verdict']} → the {c['points_to']} moved it"
+    return line
+
+
+def _sdk_change(va: Mapping[str, str], vb: Mapping[str, str]) -> str:
+    diffs = [f"{k} {va.get(k, '?')}→{vb.get(k, '?')}" for k in sorted(set(va) | set(vb)) if va.get(k) != vb.get(k)]
+    return f" ({', '.join(diffs)})" if diffs else ""
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def flip_report(
+    a: RunInput, b: RunInput, gold: Mapping[Key, str] | None = None, extras: Sequence[RunInput] = (),
+) -> FlipReport:
+    """Pair the two runs' claims on (file, id) and explain every verdict that differs."""
+    gold = gold or {}
+    prompt_changed, prompt_info = _prompt_state(a, b)
+    keys_a, keys_b = set(a.results), set(b.results)
+    flips, held = [], []
+    for key in sorted(keys_a & keys_b):
+        flip, kept = explain_flip(key, a, b, prompt_changed, prompt_info, extras, gold)
+        if flip is not None:
+            flips.append(flip)
+        if kept is not None:
+            held.append(kept)
+    unpaired = [{"file": f, "id": i, "only_in": "a"} for f, i in sorted(keys_a - keys_b)]
+    unpaired += [{"file": f, "id": i, "only_in": "b"} for f, i in sorted(keys_b - keys_a)]
+    counts = Counter(f.primary_cause for f in flips)
+    run_prompt = {k: v for k, v in prompt_info.items() if k not in ("rules_a", "rules_b")}
+    return FlipReport(
+        run_a=a.label, run_b=b.label, paired=len(keys_a & keys_b), flips=flips,
+        held_despite_page_change=held, unpaired=unpaired,
+        counts={c: counts[c] for c in ("prompt", "page", "prompt+page", "evidence_path", "model", "unknown")
+                if counts[c]},
+        prompt=run_prompt,
+        runs={side: {"name": r.name, "path": r.label, "prompt": r.prompt_name, "prompt_sha256": r.prompt_id,
+                     "model": r.model, "versions": dict(r.versions), "pages_from": r.pages_from}
+              for side, r in (("a", a), ("b", b))},
+        extra_runs=[x.name for x in extras],
+    )
+
+
+def gold_labels(gold: GoldSet | None) -> dict[Key, str]:
+    return {(item.file, item.id): item.label for item in gold.items} if gold else {}
+
+
+def confirm_commands(a: RunInput, b: RunInput, report: FlipReport, parent: str) -> list[str]:
+    """`judge` commands that would record the missing controlled runs for this report's flips: A's prompt
+    with B's pages and the crossed one (for flips where both changed), else a repeat of A and of B on
+    their own pages (to measure noise). `parent` is the folder the new runs go in."""
+    crossed = {f.file for f in report.flips if f.primary_cause in ("prompt+page", "page") and
+               not f.evidence.get("confirmations")}
+    repeat = {f.file for f in report.flips if f.primary_cause in ("prompt", "model", "evidence_path") and
+              not f.evidence.get("repeats")}
+    out = []
+
+    def command(prompt_of: RunInput, pages_of: RunInput, files: set[str], run_name: str) -> str:
+        claims = " ".join(_shell(prompt_of.claims_paths.get(f) or pages_of.claims_paths.get(f) or f)
+                          for f in sorted(files))
+        prompt = prompt_of.prompt_arg or prompt_of.prompt_name or "?"
+        folder = f"{parent.rstrip('/')}/{run_name}" if parent else run_name
+        return (f"judge-replay judge --prompt {_shell(prompt)} --claims {claims} --run {_shell(folder)} "
+                f"--mode record --pages-from {_shell(pages_of.label)}")
+
+    if crossed:
+        out.append(command(a, b, crossed, f"{a.name}-prompt-{b.name}-pages"))
+        out.append(command(b, a, crossed, f"{b.name}-prompt-{a.name}-pages"))
+    if repeat:
+        out.append(command(a, a, repeat, f"{a.name}-repeat"))
+        out.append(command(b, b, repeat, f"{b.name}-repeat"))
+    return out
+
+
+def _shell(word: str) -> str:
+    import shlex
+
+    return shlex.quote(word)
+
+
+def explain_flips(
+    run_a: Run, run_b: Run, gold: GoldSet | None = None, extra_runs: Sequence[Run] = (), **options: Any,
+) -> FlipReport:
+    """Edge entry: load what the explainer needs from the run folders and explain every flip A -> B.
+
+    Options (keyword): `discover=True` also uses sibling run folders whose manifests fit (repeats of A
+    or B, or runs recorded with `--pages-from` one of them); `claims=[ClaimsBatch...]` supplies claim
+    texts a run does not record.
+    """
+    from ._flip_inputs import explain_flips as edge
+
+    return edge(run_a, run_b, gold, list(extra_runs), **options)

@@ -1,0 +1,184 @@
+"""The adoption gate (candidate vs baseline) with its paired evidence: McNemar exact test, bootstrap CIs."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from math import comb, floor
+
+from ._grading import Outcome, claim_outcome, is_correct, pair_claims, ratio
+from ._records import GateDecision, GoldSet, ResultsFile, Scores
+
+ALPHA = 0.05
+"""Significance level of the noise check (McNemar p and 95% CIs)."""
+RESAMPLES = 2_000
+SEED = 20_260_601
+"""Fixed bootstrap seed: the same inputs always give the same CIs."""
+
+
+@dataclass(frozen=True)
+class PairedOutcome:
+    """One gold claim as the baseline and the candidate judged it."""
+
+    baseline: Outcome
+    candidate: Outcome
+    baseline_correct: bool
+    candidate_correct: bool
+
+
+def paired_outcomes(baseline: ResultsFile, candidate: ResultsFile, gold: GoldSet) -> list[PairedOutcome]:
+    """Every gold claim, in gold order, with both versions' binary outcome and 3-class correctness."""
+    out = []
+    for b, c in zip(pair_claims(baseline, gold).paired, pair_claims(candidate, gold).paired, strict=True):
+        label = b.gold.label
+        out.append(PairedOutcome(claim_outcome(label, b.verdict), claim_outcome(label, c.verdict),
+                                 is_correct(label, b.verdict), is_correct(label, c.verdict)))
+    return out
+
+
+def mcnemar_exact_p(only_baseline_right: int, only_candidate_right: int) -> float:
+    """Two-sided exact McNemar test: P(as unbalanced a split of the discordant pairs | Binomial(n, 1/2))."""
+    n = only_baseline_right + only_candidate_right
+    if n == 0:
+        return 1.0
+    k = min(only_baseline_right, only_candidate_right)
+    tail = sum(comb(n, i) for i in range(k + 1))
+    return min(1.0, float(2 * tail / 2**n))
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default)."""
+    pos = q * (len(ordered) - 1)
+    lo = floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def _interval(values: list[float], level: float) -> tuple[float, float] | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    tail = (1 - level) / 2
+    # rounded so that float dust (1e-17) never decides whether an interval spans 0
+    return round(_quantile(ordered, tail), 9), round(_quantile(ordered, 1 - tail), 9)
+
+
+def bootstrap_delta_cis(
+    outcomes: list[PairedOutcome], resamples: int = RESAMPLES, seed: int = SEED, level: float = 0.95
+) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    """Percentile CIs of ΔP and ΔR (candidate - baseline), resampling claims with replacement, paired.
+
+    Resamples where a difference is undefined (a version flagged nothing, or no outdated/wrong claim was
+    drawn) are left out of that difference's interval; None when no resample defines it.
+    """
+    if not outcomes:
+        return None, None
+    rng = random.Random(seed)
+    n = len(outcomes)
+    # one 0/1 column per count: TP, FP, FN of the baseline, then of the candidate
+    columns = [
+        [int(getattr(o, side) == outcome) for o in outcomes]
+        for side in ("baseline", "candidate")
+        for outcome in ("TP", "FP", "FN")
+    ]
+    d_precision: list[float] = []
+    d_recall: list[float] = []
+    for _ in range(resamples):
+        draws = rng.choices(range(n), k=n)
+        tp_b, fp_b, fn_b, tp_c, fp_c, fn_c = (sum(col[i] for i in draws) for col in columns)
+        p_b, p_c = ratio(tp_b, tp_b + fp_b), ratio(tp_c, tp_c + fp_c)
+        r_b, r_c = ratio(tp_b, tp_b + fn_b), ratio(tp_c, tp_c + fn_c)
+        if p_b is not None and p_c is not None:
+            d_precision.append(p_c - p_b)
+        if r_b is not None and r_c is not None:
+            d_recall.append(r_c - r_b)
+    return _interval(d_precision, level), _interval(d_recall, level)
+
+
+def _f(x: float | None) -> str:
+    return "undefined" if x is None else f"{x:.2f}"
+
+
+def _undefined_why(scores: Scores, who: str) -> str | None:
+    if scores.precision is None:
+        return f"{who} precision is undefined (it flagged no claim not_grounded)"
+    if scores.recall is None:
+        return f"{who} recall is undefined (the gold set has no outdated or wrong claim)"
+    return None
+
+
+def gate_rule(baseline: Scores, candidate: Scores) -> tuple[bool, str]:
+    """SPEC.md's gate alone: adopt iff P_c >= P_b and R_c >= R_b with at least one strictly greater."""
+    for scores, who in ((baseline, "baseline"), (candidate, "candidate")):
+        why = _undefined_why(scores, who)
+        if why:
+            return False, f"do not adopt: {why}"
+    pb, pc, rb, rc = baseline.precision, candidate.precision, baseline.recall, candidate.recall
+    assert pb is not None and pc is not None and rb is not None and rc is not None
+    moves = f"P {_f(pb)}→{_f(pc)}, R {_f(rb)}→{_f(rc)}"
+    if pc >= pb and rc >= rb and (pc > pb or rc > rb):
+        return True, f"adopt: {moves}"
+    if pc == pb and rc == rb:
+        return False, f"do not adopt: {moves}: P and R are equal, nothing gained"
+    if (pc > pb and rc < rb) or (pc < pb and rc > rb):
+        return False, f"do not adopt: {moves}: a trade-off, one rose while the other fell"
+    return False, f"do not adopt: {moves}: the candidate is worse"
+
+
+def adoption_gate(
+    baseline: ResultsFile,
+    candidate: ResultsFile,
+    gold: GoldSet,
+    *,
+    baseline_scores: Scores,
+    candidate_scores: Scores,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> GateDecision:
+    """The gate decision, with the paired evidence that says whether it rests on differences within noise.
+
+    Within noise: the exact McNemar p on the claims only one version got right is >= 0.05, or the 95% CI
+    of a difference that moved (ΔP or ΔR != 0) includes 0. A held metric's CI spanning 0 is what
+    "holds" means, so it does not count.
+    """
+    adopt, head = gate_rule(baseline_scores, candidate_scores)
+    outcomes = paired_outcomes(baseline, candidate, gold)
+    only_b = sum(o.baseline_correct and not o.candidate_correct for o in outcomes)
+    only_c = sum(o.candidate_correct and not o.baseline_correct for o in outcomes)
+    p_value = mcnemar_exact_p(only_b, only_c)
+    ci_p, ci_r = bootstrap_delta_cis(outcomes, resamples, seed)
+    d_p = _delta(baseline_scores.precision, candidate_scores.precision)
+    d_r = _delta(baseline_scores.recall, candidate_scores.recall)
+
+    discordant = only_b + only_c
+    split = f"{only_c} only the candidate got right, {only_b} only the baseline"
+    noise: list[str] = []
+    if p_value >= ALPHA:
+        noise.append(f"only {discordant} discordant claims ({split}; McNemar p={p_value:.3g})")
+    cis: list[str] = []
+    for name, delta, ci in (("ΔP", d_p, ci_p), ("ΔR", d_r, ci_r)):
+        if delta is None or delta == 0 or ci is None:
+            continue
+        text = f"{name} 95% CI [{ci[0]:.2f}, {ci[1]:.2f}]"
+        cis.append(text)
+        if ci[0] <= 0 <= ci[1]:
+            noise.append(f"{text} spans 0")
+    within = bool(noise)
+    size = f"on a gold set of {len(outcomes)}"
+    if within:
+        joiner = "; but " if adopt else "; and the differences are within noise anyway: "
+        tail = " and ".join(noise) + (f": within noise {size}" if adopt else f" {size}")
+        reason = head + joiner + tail
+    else:
+        evidence = [f"{discordant} discordant claims ({split}; McNemar p={p_value:.3g})"] + cis
+        reason = f"{head}; {', '.join(evidence)}: beyond noise {size}"
+    return GateDecision(
+        adopt=adopt, reason=reason, within_noise=within, mcnemar_p=p_value,
+        only_candidate_right=only_c, only_baseline_right=only_b,
+        delta_precision_ci=ci_p, delta_recall_ci=ci_r, paired=len(outcomes),
+        delta_precision=d_p, delta_recall=d_r, bootstrap_resamples=resamples,
+    )
+
+
+def _delta(base: float | None, cand: float | None) -> float | None:
+    return None if base is None or cand is None else round(cand - base, 12)

@@ -1,0 +1,317 @@
+"""One judge conversation: a claims batch, the Claude tool loop over the Learn tools, and its checked verdicts."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+
+from ._errors import LearnError, ReplayError
+from ._learn import STAND_IN_HEADER, LearnClient, LearnToolError
+from ._mcp import FETCH_TOOL, SEARCH_TOOL, normalise_learn_url
+from ._prompts import Prompt
+from ._records import VERDICTS, ClaimResult, ClaimsBatch, FileResult, ToolCall, Usage
+from ._text import quote_occurs, sha256_text
+
+NO_VERDICT = "the judge returned no verdict for this claim"
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": SEARCH_TOOL,
+        "description": (
+            "Search official Microsoft/Azure documentation to find the most relevant and trustworthy content "
+            "for a query. Returns up to 10 content chunks from Microsoft Learn, each with the article title, "
+            "its URL (contentUrl) and a self-contained excerpt."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "A query or topic about Microsoft/Azure products."}},
+            "required": ["query"],
+        },
+    },
+    {
+        "name": FETCH_TOOL,
+        "description": (
+            "Fetch a Microsoft Learn documentation page and return its complete current content as markdown "
+            "(headings, code blocks, tables and links preserved). Use it to read a page in full, for example a "
+            "page found by microsoft_docs_search or cited as evidence."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {"url": {"type": "string", "description": "The URL of a Microsoft documentation page."}},
+            "required": ["url"],
+        },
+    },
+]
+"""The two Learn tools as the judge sees them, described as the real Learn MCP server describes them."""
+
+
+@dataclass
+class _Conversation:
+    """What one conversation gathered: Learn calls, pages read, tokens, turns."""
+
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    pages: dict[str, list[str]] = field(default_factory=dict)
+    """Normalised URL -> every text fetched from it in this conversation."""
+    usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+
+
+def judge_file(
+    batch: ClaimsBatch,
+    prompt: Prompt,
+    *,
+    anthropic_client: anthropic.Anthropic,
+    learn: LearnClient,
+    model: str,
+    max_turns: int = 12,
+    max_tokens: int = 8192,
+    stand_ins: set[str] | None = None,
+) -> FileResult:
+    """Judge one claims batch in one conversation; every claim of the batch gets a result.
+
+    A ReplayError (a cassette miss...) propagates and stops the run; any other failure of this file (an
+    API error after the SDK's retries, a Learn failure) becomes `FileResult.error` and per-claim errors.
+    Services that answered with the stand-in header are added to `stand_ins` (`"model"`, `"learn"`).
+    """
+    convo = _Conversation()
+    try:
+        answer = _converse(batch, prompt, anthropic_client, learn, model, max_turns, max_tokens, convo, stand_ins)
+    except anthropic.APIError as exc:
+        _raise_replay_cause(exc)
+        return _failed(batch, convo, f"the Anthropic API failed: {_api_error_text(exc)}")
+    except LearnError as exc:  # tool-level errors were already handed to the judge
+        return _failed(batch, convo, str(exc))
+    finally:
+        if stand_ins is not None and learn.stand_in:
+            stand_ins.add("learn")
+    if isinstance(answer, _Failure):
+        return _failed(batch, convo, answer.reason)
+    results, warnings = verdicts_from_answer(answer, batch)
+    for result in results:
+        result.quote_verified = _quote_verified(result, convo.pages)
+    return FileResult(
+        file=batch.file,
+        results=results,
+        usage=convo.usage,
+        tool_calls=convo.tool_calls,
+        turns=convo.turns,
+        warnings=warnings or None,
+    )
+
+
+@dataclass(frozen=True)
+class _Failure:
+    reason: str
+
+
+def _converse(
+    batch: ClaimsBatch,
+    prompt: Prompt,
+    client: anthropic.Anthropic,
+    learn: LearnClient,
+    model: str,
+    max_turns: int,
+    max_tokens: int,
+    convo: _Conversation,
+    stand_ins: set[str] | None,
+) -> str | _Failure:
+    """Run the tool loop; the final answer text, or why there is none."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt.render(batch)}]
+    while convo.turns < max_turns:
+        raw = client.messages.with_raw_response.create(
+            model=model, max_tokens=max_tokens, messages=messages, tools=TOOLS  # type: ignore[arg-type]
+        )
+        if stand_ins is not None and raw.headers.get(STAND_IN_HEADER):
+            stand_ins.add("model")
+        response = raw.parse()
+        convo.turns += 1
+        convo.usage.input_tokens += response.usage.input_tokens or 0
+        convo.usage.output_tokens += response.usage.output_tokens or 0
+        content: list[dict[str, Any]] = [block.to_dict() for block in response.content]
+        uses = [b for b in content if b.get("type") == "tool_use"]
+        if response.stop_reason == "tool_use" and uses:
+            messages.append({"role": "assistant", "content": content})
+            messages.append({"role": "user", "content": [_run_tool(b, learn, convo) for b in uses]})
+            continue
+        if response.stop_reason == "pause_turn":
+            messages.append({"role": "assistant", "content": content})
+            continue
+        text = "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
+        if response.stop_reason == "refusal":
+            return _Failure(f"the model refused to answer{': ' + text.strip() if text.strip() else ''}")
+        if response.stop_reason == "max_tokens" and extract_json_object(text) is None:
+            return _Failure(f"the answer was cut off at max_tokens ({max_tokens}) before its JSON was complete")
+        return text
+    return _Failure(f"the judge did not give its answer within {max_turns} model turns")
+
+
+def _run_tool(block: dict[str, Any], learn: LearnClient, convo: _Conversation) -> dict[str, Any]:
+    """Execute one tool_use block through the Learn client; the tool_result block to send back."""
+    name = block.get("name", "")
+    raw_input = block.get("input")
+    arguments: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
+    reply: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.get("id", "")}
+    call: ToolCall | None = None
+    try:
+        if name == FETCH_TOOL:
+            url = arguments.get("url")
+            if not isinstance(url, str) or not url.strip():
+                raise LearnToolError(f"{FETCH_TOOL} needs a 'url' string argument")
+            call = ToolCall(tool=name, arguments=arguments, url=url)
+            convo.tool_calls.append(call)
+            page = learn.fetch(url)
+            if page.text is not None:
+                call.page_sha256 = sha256_text(page.text)
+                convo.pages.setdefault(normalise_learn_url(url), []).append(page.text)
+            reply["content"] = page.raw
+        elif name == SEARCH_TOOL:
+            query = arguments.get("query")
+            if not isinstance(query, str) or not query.strip():
+                raise LearnToolError(f"{SEARCH_TOOL} needs a 'query' string argument")
+            call = ToolCall(tool=name, arguments=arguments)
+            convo.tool_calls.append(call)
+            found = learn.search(query)
+            call.result_urls = found.urls
+            reply["content"] = found.text
+        else:
+            raise LearnToolError(f"there is no tool named {name!r}; use {SEARCH_TOOL} or {FETCH_TOOL}")
+    except LearnToolError as exc:
+        if call is not None:
+            call.error = str(exc)
+        reply["content"] = str(exc)
+        reply["is_error"] = True
+    return reply
+
+
+# --------------------------------------------------------------------------- the answer
+
+
+def extract_json_object(text: str) -> dict[str, Any] | list[Any] | None:
+    """The JSON answer in a model's text: the whole text, a ```json fence, or the first JSON object (or
+    array) found among prose. None when there is none."""
+    stripped = text.strip()
+    candidates = [stripped]
+    candidates += [m.group(1) for m in re.finditer(r"```(?:json)?\s*\n?(.*?)```", text, re.S)]
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, (dict, list)):
+            return value
+    decoder = json.JSONDecoder()
+    first_list: list[Any] | None = None
+    for match in re.finditer(r"[{\[]", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and ("results" in value or "id" in value):
+            return value
+        if isinstance(value, list) and first_list is None:
+            first_list = value
+    return first_list
+
+
+def verdicts_from_answer(text: str, batch: ClaimsBatch) -> tuple[list[ClaimResult], list[str]]:
+    """A result for every claim of the batch, in batch order, from the model's final text; and warnings
+    about what was ignored. Never raises on model output."""
+    value = extract_json_object(text)
+    items: Any = value.get("results") if isinstance(value, dict) and "results" in value else value
+    if isinstance(value, dict) and "results" not in value and "id" in value:
+        items = [value]
+    if not isinstance(items, list):
+        reason = "the judge's answer holds no JSON results list" if value is not None else (
+            "the judge's answer is not JSON: " + (_snippet(text) or "(empty answer)")
+        )
+        return [ClaimResult(id=c.id, error=reason) for c in batch.claims], []
+    wanted = {c.id for c in batch.claims}
+    found: dict[str, ClaimResult] = {}
+    warnings: list[str] = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("id"), (str, int)):
+            warnings.append(f"ignored a result without an id: {_snippet(json.dumps(item, ensure_ascii=False))}")
+            continue
+        cid = str(item["id"])
+        if cid not in wanted:
+            warnings.append(f"ignored a verdict for unknown claim id {cid!r}")
+            continue
+        if cid in found:
+            warnings.append(f"ignored a second verdict for claim {cid!r}")
+            continue
+        found[cid] = _claim_result(cid, item)
+    results = [found.get(c.id) or ClaimResult(id=c.id, error=NO_VERDICT) for c in batch.claims]
+    return results, warnings
+
+
+def _claim_result(cid: str, item: dict[str, Any]) -> ClaimResult:
+    verdict = item.get("judge_verdict")
+    result = ClaimResult(
+        id=cid,
+        rule=_as_text(item.get("rule")),
+        evidence_url=_as_text(item.get("evidence_url")),
+        evidence_quote=_as_text(item.get("evidence_quote")),
+        reason=_as_text(item.get("reason")),
+    )
+    if verdict in VERDICTS:
+        result.judge_verdict = verdict
+    else:
+        result.error = f"invalid verdict {verdict!r}"
+    return result
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _quote_verified(result: ClaimResult, pages: dict[str, list[str]]) -> bool | None:
+    if not result.evidence_quote.strip():
+        return None
+    if not result.evidence_url:
+        return False
+    texts = pages.get(normalise_learn_url(result.evidence_url), [])
+    return any(quote_occurs(result.evidence_quote, t) for t in texts)
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def _failed(batch: ClaimsBatch, convo: _Conversation, reason: str) -> FileResult:
+    return FileResult(
+        file=batch.file,
+        results=[ClaimResult(id=c.id, error=reason) for c in batch.claims],
+        usage=convo.usage,
+        tool_calls=convo.tool_calls,
+        turns=convo.turns,
+        error=reason,
+    )
+
+
+def _raise_replay_cause(exc: BaseException) -> None:
+    """The SDK wraps transport exceptions (a cassette miss...) as APIConnectionError: re-raise ours."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ReplayError):
+            raise cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+
+
+def _api_error_text(exc: anthropic.APIError) -> str:
+    if isinstance(exc, anthropic.APIStatusError):
+        return f"HTTP {exc.status_code}: {exc.message}"
+    if exc.__cause__ is not None:
+        return f"{exc.message} ({type(exc.__cause__).__name__}: {exc.__cause__})"
+    return exc.message
+
+
+def _snippet(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "..."

@@ -1,0 +1,243 @@
+"""A thin Learn MCP client over httpx: the 2025 handshake, tool calls, one re-initialisation on session loss."""
+
+from __future__ import annotations
+
+import json
+import ssl
+from dataclasses import dataclass
+from functools import cache
+from importlib import metadata
+from typing import Any
+
+import httpx
+
+from ._errors import LearnError
+from ._mcp import (
+    FETCH_TOOL,
+    PROTOCOL_VERSION,
+    SEARCH_TOOL,
+    SESSION_HEADER,
+    is_missing_page,
+    parse_jsonrpc_reply,
+    search_result_urls,
+    tool_result_text,
+)
+
+STAND_IN_HEADER = "x-judge-replay-stand-in"
+"""Every reply of our local stand-ins carries this header: test equipment, never the real service."""
+_ACCEPT = "application/json, text/event-stream"
+_SESSION_STATUSES = (400, 401, 403)
+
+
+class LearnToolError(LearnError):
+    """A tool call the endpoint answered with an error (bad arguments, tool failure): the judge is told,
+    the conversation goes on."""
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """What `microsoft_docs_fetch` returned for one URL."""
+
+    url: str
+    text: str | None
+    """The page markdown; None when the endpoint said the page could not be retrieved."""
+    missing: bool
+    raw: str = ""
+    """The tool's text exactly as returned (the "could not be retrieved" message for a missing page)."""
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What `microsoft_docs_search` returned: the raw JSON text and its `contentUrl`s in rank order."""
+
+    text: str
+    urls: list[str]
+
+
+@cache
+def shared_ssl_context() -> ssl.SSLContext:
+    """One verified TLS context for every client of the process: building one costs ~0.2 s of CPU."""
+    return httpx.create_ssl_context()
+
+
+def _client_version() -> str:
+    try:
+        return metadata.version("judge-replay")
+    except metadata.PackageNotFoundError:  # pragma: no cover - only when run from a bare checkout
+        return "0"
+
+
+class _SessionLost(Exception):
+    """The endpoint no longer knows our session: re-initialise and repeat the request once."""
+
+
+class LearnClient:
+    """A Learn MCP client that speaks only what the judge needs: POST, JSON or single-event SSE replies.
+
+    Pass `http` to use your own `httpx.Client` (the caller then owns it); otherwise one is created and
+    closed with the client. JSON-RPC ids count from 1 per client, so a conversation's requests are
+    the same on every run.
+    """
+
+    def __init__(self, url: str, http: httpx.Client | None = None, *, timeout: float = 60.0) -> None:
+        self.url = url
+        self._http = http or httpx.Client(timeout=timeout, verify=shared_ssl_context())
+        self._owns_http = http is None
+        self._next_id = 1
+        self.session_id: str | None = None
+        self._initialized = False
+        self.server_info: dict[str, Any] = {}
+        self.stand_in = False
+        """True once any reply carried the stand-in header."""
+        self.reinitialisations = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> LearnClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    # ------------------------------------------------------------------ public calls
+
+    def initialize(self) -> dict[str, Any]:
+        """The handshake: `initialize`, keep the session id, then `notifications/initialized`."""
+        self.session_id = None
+        self._initialized = False
+        result = self._request(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "judge-replay", "version": _client_version()},
+            },
+        )
+        self.server_info = result
+        self._notify("notifications/initialized")
+        self._initialized = True
+        return result
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        """The text of a `tools/call` result; a tool-level error raises LearnToolError."""
+        result = self._request("tools/call", {"name": name, "arguments": arguments})
+        text, is_error = tool_result_text({"result": result})
+        if is_error:
+            raise LearnToolError(f"the Learn tool {name} failed: {text or '(no message)'}")
+        return text
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        result = self._request("tools/list", {})
+        tools = result.get("tools")
+        return tools if isinstance(tools, list) else []
+
+    def fetch(self, url: str) -> FetchResult:
+        text = self.call_tool(FETCH_TOOL, {"url": url})
+        if is_missing_page(text):
+            return FetchResult(url, None, True, text)
+        return FetchResult(url, text, False, text)
+
+    def search(self, query: str) -> SearchResult:
+        text = self.call_tool(SEARCH_TOOL, {"query": query})
+        return SearchResult(text, search_result_urls(text))
+
+    # ------------------------------------------------------------------ wire
+
+    def _request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if not self._initialized and method != "initialize":
+            self.initialize()
+        try:
+            return self._request_once(method, params)
+        except _SessionLost:
+            pass  # only raised when we sent a session id, so never by `initialize` itself
+        self.reinitialisations += 1
+        self.initialize()
+        try:
+            return self._request_once(method, params)
+        except _SessionLost as lost:
+            raise LearnError(
+                f"the Learn MCP endpoint at {self.url} lost the session again right after re-initialising: {lost}"
+            ) from None
+
+    def _request_once(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        rpc_id = self._next_id
+        self._next_id += 1
+        response = self._post({"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params})
+        body = response.text
+        if self.session_id and (
+            response.status_code == 404
+            or (response.status_code in _SESSION_STATUSES and "session" in body.lower())
+        ):
+            raise _SessionLost(f"HTTP {response.status_code} {_snippet(body)}")
+        if response.status_code >= 400:
+            raise LearnError(
+                f"the Learn MCP endpoint at {self.url} answered {method} with HTTP {response.status_code}: "
+                f"{_snippet(body)}"
+            )
+        message = self._reply_message(body, response.headers.get("content-type"), rpc_id, method)
+        if "error" in message:
+            error = message["error"] if isinstance(message["error"], dict) else {"message": str(message["error"])}
+            text = str(error.get("message", ""))
+            if "session" in text.lower() and self.session_id:
+                raise _SessionLost(text)
+            detail = f"JSON-RPC error {error.get('code')}: {text}"
+            if method == "tools/call":
+                raise LearnToolError(f"the Learn tool {params.get('name')} failed: {detail}")
+            raise LearnError(f"the Learn MCP endpoint at {self.url} answered {method} with {detail}")
+        result = message.get("result")
+        if not isinstance(result, dict):
+            raise LearnError(f"the Learn MCP endpoint at {self.url} sent a {method} reply with no result object")
+        if method == "initialize":
+            session = response.headers.get(SESSION_HEADER)
+            self.session_id = session  # None: a stateless server, which is fine
+        return result
+
+    def _notify(self, method: str) -> None:
+        response = self._post({"jsonrpc": "2.0", "method": method})
+        if response.status_code not in (200, 202, 204):
+            raise LearnError(
+                f"the Learn MCP endpoint at {self.url} answered {method} with HTTP {response.status_code}: "
+                f"{_snippet(response.text)}"
+            )
+
+    def _post(self, payload: dict[str, Any]) -> httpx.Response:
+        headers = {"Content-Type": "application/json", "Accept": _ACCEPT}
+        if self.session_id:
+            headers[SESSION_HEADER] = self.session_id
+        content = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        try:
+            response = self._http.post(self.url, content=content, headers=headers)
+        except httpx.TransportError as exc:
+            raise LearnError(f"cannot reach the Learn MCP endpoint at {self.url}: {exc or type(exc).__name__}") from exc
+        except httpx.HTTPError as exc:
+            raise LearnError(f"the request to the Learn MCP endpoint at {self.url} failed: {exc}") from exc
+        if response.headers.get(STAND_IN_HEADER):
+            self.stand_in = True
+        return response
+
+    def _reply_message(self, body: str, content_type: str | None, rpc_id: int, method: str) -> dict[str, Any]:
+        """The JSON-RPC reply to `rpc_id`, skipping any notification sent before it on the same stream."""
+        chunks = [body]
+        if "text/event-stream" in (content_type or "").lower():
+            chunks = [c for c in body.replace("\r\n", "\n").split("\n\n") if "data:" in c] or [body]
+        for chunk in chunks:
+            try:
+                message = parse_jsonrpc_reply(chunk, content_type)
+            except ValueError as exc:  # json.JSONDecodeError is a ValueError
+                raise LearnError(
+                    f"the Learn MCP endpoint at {self.url} sent a malformed {method} reply ({exc}): {_snippet(body)}"
+                ) from None
+            if message.get("id") == rpc_id or ("id" not in message and "error" in message):
+                return message
+            if "method" not in message and ("result" in message or "error" in message):
+                return message  # a reply under another id (a replayed recording): still the answer
+        raise LearnError(f"the Learn MCP endpoint at {self.url} sent no reply to {method}: {_snippet(body)}")
+
+
+def _snippet(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "..."

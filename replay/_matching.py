@@ -1,0 +1,196 @@
+"""Canonical request keys: when two HTTP requests count as the same for replay, and how two differ.
+
+A key ignores scheme, host and port (a run recorded against stand-ins on random ports replays anywhere)
+and every header. What it keeps depends on the kind of request:
+
+- model (`.../v1/messages...`): HTTP method, path and query, and the whole JSON body as canonical JSON
+  (sorted keys, compact), so the SDK's key order and `extra_body` placement never matter;
+- Learn (a JSON-RPC body): HTTP method, query, and of the JSON-RPC message only `method`,
+  `params.name` and `params.arguments`. The `id`, `_meta`, `jsonrpc`, initialize's protocol and client
+  info, the session header and the endpoint path are ignored, so a page-pinned run can be served from
+  a run recorded against another Learn endpoint;
+- anything else: HTTP method, path and query, and the body text.
+
+Keys are plain tuples, so look-ups go through a dict (O(1)); `closest` searches only on a miss.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from ._mcp import FETCH_TOOL
+
+Kind = Literal["model", "learn", "other"]
+RequestKey = tuple[str, str, str, str]
+"""(kind, HTTP method, target, canonical body): target is the path for model/other requests and the
+JSON-RPC method for Learn, each followed by the sorted query string when there is one."""
+
+_MODEL_PATH = "/v1/messages"
+_MAX_SHOWN = 3
+_MAX_VALUE = 80
+
+
+@dataclass(frozen=True, slots=True)
+class CanonicalRequest:
+    """A request reduced to what replay matches on, plus what a miss message needs."""
+
+    key: RequestKey
+    kind: Kind
+    body: Any
+    """The parsed JSON body, or None when the body is not JSON."""
+    rpc_method: str | None = None
+    rpc_id: Any = None
+    """The JSON-RPC id the client sent (playback answers with it)."""
+
+    @property
+    def is_learn_fetch(self) -> bool:
+        return self.kind == "learn" and self.rpc_method == "tools/call" and _params(self.body).get("name") == FETCH_TOOL
+
+    def describe(self) -> str:
+        """What a person calls this request: `model turn 3 (messages: 5)`, `Learn tools/call ...`."""
+        if self.kind == "model":
+            messages = self.body.get("messages") if isinstance(self.body, dict) else None
+            if isinstance(messages, list):
+                turn = 1 + sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+                return f"model turn {turn} (messages: {len(messages)})"
+            return f"model request {self.key[1]} {self.key[2]}"
+        if self.kind == "learn":
+            params = _params(self.body)
+            if self.rpc_method == "tools/call":
+                args = json.dumps(params.get("arguments") or {}, ensure_ascii=False, sort_keys=True)
+                return f"Learn tools/call {params.get('name')} {args}"
+            return f"Learn {self.rpc_method}"
+        return f"{self.key[1]} {self.key[2]}"
+
+    def matched_part(self) -> Any:
+        """The part of the body the key is made of (what differences are reported on)."""
+        if self.kind == "learn":
+            params = _params(self.body)
+            part = {"method": self.rpc_method}
+            for name in ("name", "arguments"):
+                if name in params:
+                    part[name] = params[name]
+            return part
+        return self.body if self.body is not None else self.key[3]
+
+
+def canonical_request(method: str, uri: str, body: bytes | str | None) -> CanonicalRequest:
+    """The canonical form of one request (its key, kind, parsed body)."""
+    parts = urlsplit(uri)
+    query = "?" + urlencode(sorted(parse_qsl(parts.query, keep_blank_values=True))) if parts.query else ""
+    method = method.upper()
+    text = body.decode("utf-8", "replace") if isinstance(body, (bytes, bytearray)) else (body or "")
+    parsed = _parse_json(text)
+    if _MODEL_PATH in parts.path:
+        canonical = _canonical_json(parsed) if parsed is not None else text
+        return CanonicalRequest(("model", method, parts.path + query, canonical), "model", parsed)
+    if isinstance(parsed, dict) and "jsonrpc" in parsed:
+        rpc_method = str(parsed.get("method", ""))
+        params = _params(parsed)
+        matched = {name: params[name] for name in ("name", "arguments") if name in params}
+        key = ("learn", method, rpc_method + query, _canonical_json(matched))
+        return CanonicalRequest(key, "learn", parsed, rpc_method, parsed.get("id"))
+    if isinstance(parsed, list) and parsed and all(isinstance(m, dict) and "jsonrpc" in m for m in parsed):
+        matched_batch = [[m.get("method"), _params(m).get("name"), _params(m).get("arguments")] for m in parsed]
+        return CanonicalRequest(("learn", method, "batch" + query, _canonical_json(matched_batch)), "learn", parsed, "batch")
+    return CanonicalRequest(("other", method, parts.path + query, text), "other", parsed)
+
+
+def _parse_json(text: str) -> Any:
+    if not text or text.lstrip()[:1] not in ("{", "["):
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
+def _canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _params(message: Any) -> dict[str, Any]:
+    params = message.get("params") if isinstance(message, dict) else None
+    return params if isinstance(params, dict) else {}
+
+
+# --------------------------------------------------------------------------- on a miss only
+
+
+_LABELS = ("this request", "recorded")
+
+
+def differences(new: Any, recorded: Any, limit: int = _MAX_SHOWN, labels: tuple[str, str] = _LABELS) -> list[str]:
+    """Where two JSON values differ, as `path: X in this request, Y recorded` lines (at most `limit`).
+
+    `labels` names the two sides (default: "this request" and "recorded")."""
+    out: list[str] = []
+    _diff(new, recorded, "", out, limit, labels)
+    return out
+
+
+def _count(new: Any, recorded: Any, cap: int = 1000) -> int:
+    out: list[str] = []
+    _diff(new, recorded, "", out, cap, _LABELS)
+    return len(out)
+
+
+def _diff(a: Any, b: Any, path: str, out: list[str], limit: int, labels: tuple[str, str]) -> None:
+    if len(out) >= limit or a == b:
+        return
+    mine, theirs = labels
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b), key=str):
+            sub = f"{path}.{k}" if path else str(k)
+            if k not in b:
+                out.append(f"{sub}: only in {mine} ({_short(a[k])})")
+            elif k not in a:
+                out.append(f"{sub}: only {theirs} ({_short(b[k])})")
+            else:
+                _diff(a[k], b[k], sub, out, limit, labels)
+            if len(out) >= limit:
+                return
+        return
+    if isinstance(a, list) and isinstance(b, list):
+        for i, (x, y) in enumerate(zip(a, b)):
+            _diff(x, y, f"{path}[{i}]", out, limit, labels)
+            if len(out) >= limit:
+                return
+        if len(a) != len(b):
+            out.append(f"{path or '(body)'}: {len(a)} items in {mine}, {len(b)} {theirs}")
+        return
+    out.append(f"{path or '(body)'}: {_short(a)} in {mine}, {_short(b)} {theirs}")
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 1] + "…"
+
+
+def closest(request: CanonicalRequest, recorded: Iterable[tuple[int, CanonicalRequest]]) -> tuple[int, list[str]] | None:
+    """The recorded request of the same kind nearest to `request` (fewest differing JSON leaves, then
+    the most similar text), with what differs; None when nothing of that kind was recorded."""
+    mine = request.matched_part()
+    scored: list[tuple[int, int, CanonicalRequest]] = []
+    for index, other in recorded:
+        if other.kind != request.kind or (request.kind != "learn" and other.key[2] != request.key[2]):
+            continue
+        scored.append((_count(mine, other.matched_part()), index, other))
+    if not scored:
+        return None
+    fewest = min(s[0] for s in scored)
+    ties = [s for s in scored if s[0] == fewest]
+    if len(ties) > 1:
+        mine_text = _canonical_json(mine)[:4000]
+
+        def similarity(item: tuple[int, int, CanonicalRequest]) -> float:
+            theirs = _canonical_json(item[2].matched_part())[:4000]
+            return difflib.SequenceMatcher(None, mine_text, theirs, autojunk=False).ratio()
+
+        ties.sort(key=lambda s: (-similarity(s), s[1]))
+    _, index, other = ties[0]
+    return index, differences(mine, other.matched_part())

@@ -1,0 +1,564 @@
+"""Record and replay every HTTP exchange of a judge run: one cassette per conversation (claims file).
+
+    with HttpRecorder(mode, run_dir, pages_from=None, rerecord_hint="judge-replay judge ...") as rec:
+        with rec.conversation(claims_file):   # this thread's httpx / httpx2 traffic -> that cassette
+            ...
+        rec.stats                              # RunStats
+
+How: one vcrpy patch for the whole run. vcrpy's own `CassettePatcherBuilder` patches the transports of
+`httpx` (our Learn client) and `httpx2` (anthropic 2.x); instead of a vcrpy `Cassette` it is given a
+duck-typed router that sends each call to the tape of the conversation running in the calling thread
+(a ContextVar, so each worker thread, or asyncio task, has its own). Only the httpx/httpx2 patchers are
+installed: the judge speaks nothing else, and nothing else of the process is touched.
+
+- live (no `pages_from`): no patch at all.
+- record: requests go to the network; each exchange is appended to the conversation's tape, which is
+  normalised, scrubbed and written atomically (`_cassette.save_cassette`) when its `conversation` block
+  exits without an exception. A crash or Ctrl-C writes nothing and leaves earlier cassettes as they were.
+  A `microsoft_docs_fetch` of a page another conversation of this recording already fetched is
+  answered from that response (JSON-RPC id rewritten) without going out, and still written to this
+  conversation's cassette (`stats.page_cache_hits`).
+- replay: every request is answered from the cassette through a dict index (canonical key -> deque of
+  interactions in recorded order: O(1), identical requests replay in recorded order) or raises
+  `CassetteMiss`; nothing reaches the network or needs DNS, also on a thread with no conversation.
+- `pages_from=RUN` (live or record): every Learn request is served from that run's cassettes, pooled;
+  model calls go live (and are recorded in record mode, together with the Learn answers served).
+  In replay it is ignored: a run recorded that way already holds its Learn answers.
+
+`verify_run(run_dir)` replays a run through the runner (`replay_run`) and checks it against its
+results.json and for unused interactions (`HttpRecorder.unused()`, found via `recorders_created()`).
+
+Retries. Replay never sleeps nor retries (the runner builds the anthropic client with max_retries=0,
+and a replayed `retry-after` is always `0`). A recording keeps only what a replay needs: a transient
+failure (408, 409, 429, 5xx incl. 529) that the client retried is dropped when the retry (the same
+canonical request) is made, counted in `stats.retries_dropped`; a failure that was the final answer
+(the client gave up, or a 400-type error) is kept. Stored `retry-after` is normalised to `0`.
+
+Playback rewrites what must follow the live request: the JSON-RPC `id` of an MCP reply (JSON or SSE)
+becomes the request's id, and an MCP reply's session header the request's session.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from ._cassette import CASSETTE_SUFFIX, Interaction, load_cassette, normalise_recording, save_cassette
+from ._errors import CassetteMiss, InputError, UsageError
+from ._matching import CanonicalRequest, RequestKey, canonical_request, closest
+from ._mcp import normalise_learn_url
+from ._records import RunStats
+from ._runs import cassette_name
+
+MODES = ("live", "record", "replay")
+_ONLY_HTTPX = ("httplib", "requests", "boto3", "urllib3", "httplib2", "tornado", "aiohttp")
+_HOP_HEADERS = ("content-encoding", "content-length", "transfer-encoding", "retry-after-ms", "x-should-retry")
+_SESSION = "mcp-session-id"
+_CANON_ATTR = "_judge_replay_request"
+NO_CONVERSATION = "(no conversation)"
+
+
+def is_transient(status: int) -> bool:
+    """Statuses an HTTP client retries: 408, 409, 429 and every 5xx (incl. 529 overloaded)."""
+    return status in (408, 409, 429) or status >= 500
+
+
+@dataclass
+class _Written:
+    request: CanonicalRequest
+    interaction: Interaction
+    transient: bool
+
+
+class _Tape:
+    """One conversation's cassette: what replay serves from, or what recording appends to."""
+
+    def __init__(self, claims_file: str, path: Path) -> None:
+        self.claims_file = claims_file
+        self.path = path
+        self.recorded: list[Interaction] = []
+        self.requests: list[CanonicalRequest] = []
+        self.index: dict[RequestKey, deque[int]] = {}
+        self.played: list[bool] = []
+        self.file_missing = False
+        self.written: list[_Written] = []
+        self._transient_keys: set[RequestKey] = set()
+
+    def load(self) -> None:
+        if not self.path.is_file():
+            self.file_missing = True
+            return
+        self.recorded = load_cassette(self.path)
+        for i, it in enumerate(self.recorded):
+            creq = canonical_request(it.method, it.uri, it.request_body)
+            self.requests.append(creq)
+            self.index.setdefault(creq.key, deque()).append(i)
+        self.played = [False] * len(self.recorded)
+
+    def take(self, creq: CanonicalRequest) -> int | None:
+        queue = self.index.get(creq.key)
+        if not queue:
+            return None
+        i = queue.popleft()
+        self.played[i] = True
+        return i
+
+    def write(self, creq: CanonicalRequest, it: Interaction) -> int:
+        """Append an exchange; returns how many earlier transient failures it retried (now dropped)."""
+        dropped = 0
+        if creq.key in self._transient_keys:
+            kept = [w for w in self.written if not (w.transient and w.request.key == creq.key)]
+            dropped = len(self.written) - len(kept)
+            self.written = kept
+            self._transient_keys.discard(creq.key)
+        transient = is_transient(it.status)
+        if transient:
+            self._transient_keys.add(creq.key)
+        self.written.append(_Written(creq, it, transient))
+        return dropped
+
+    def unused(self) -> list[int]:
+        return [i for i, played in enumerate(self.played) if not played]
+
+
+class _PagePool:
+    """Every Learn exchange of another run's cassettes, pooled: the pages of a page-pinned run."""
+
+    def __init__(self, folder: Path) -> None:
+        if not folder.is_dir():
+            raise InputError(folder, "no such run folder (given as --pages-from)")
+        files = sorted(folder.glob("*" + CASSETTE_SUFFIX))
+        if not files:
+            raise InputError(folder, "holds no cassettes to serve pages from")
+        self.folder = folder
+        self.interactions: list[Interaction] = []
+        self.requests: list[CanonicalRequest] = []
+        self.index: dict[RequestKey, int] = {}
+        for path in files:
+            for it in load_cassette(path):
+                creq = canonical_request(it.method, it.uri, it.request_body)
+                if creq.kind != "learn":
+                    continue
+                self.index.setdefault(creq.key, len(self.interactions))
+                self.interactions.append(it)
+                self.requests.append(creq)
+
+    def get(self, creq: CanonicalRequest) -> Interaction | None:
+        i = self.index.get(creq.key)
+        return None if i is None else self.interactions[i]
+
+
+class _Router:
+    """What vcrpy's patched transports take for a cassette: routes each call to the caller's tape."""
+
+    skip_patchers = _ONLY_HTTPX
+    custom_patches = ()
+    _path = "judge-replay"
+    write_protected = False  # misses are raised by play_response, never by vcrpy
+
+    def __init__(self, recorder: HttpRecorder) -> None:
+        self._recorder = recorder
+
+    def can_play_response_for(self, request: Any) -> bool:
+        return self._recorder._will_answer(request)
+
+    def play_response(self, request: Any) -> dict[str, Any]:
+        return self._recorder._answer(request)
+
+    def filter_request(self, request: Any) -> Any:
+        return request
+
+    def append(self, request: Any, response: dict[str, Any]) -> None:
+        self._recorder._recorded(request, response)
+
+
+_observers: list[list[HttpRecorder]] = []
+_observers_lock = threading.Lock()
+
+
+@contextmanager
+def recorders_created() -> Iterator[list[HttpRecorder]]:
+    """Collects every HttpRecorder created inside the block (lets `verify` inspect a replay it did not
+    set up itself)."""
+    seen: list[HttpRecorder] = []
+    with _observers_lock:
+        _observers.append(seen)
+    try:
+        yield seen
+    finally:
+        with _observers_lock:
+            _observers.remove(seen)
+
+
+class HttpRecorder:
+    """The one place a run's HTTP mode is chosen; see the module docstring."""
+
+    def __init__(
+        self,
+        mode: str,
+        run_dir: str | Path,
+        pages_from: str | Path | None = None,
+        rerecord_hint: str = "judge-replay judge ... --mode record",
+    ) -> None:
+        if mode not in MODES:
+            raise UsageError(f"unknown mode {mode!r}: expected one of {', '.join(MODES)}")
+        self.mode = mode
+        self.run_dir = Path(run_dir)
+        self.rerecord_hint = rerecord_hint
+        self.stats = RunStats()
+        self._pool = _PagePool(Path(pages_from)) if pages_from is not None and mode != "replay" else None
+        self._current: ContextVar[_Tape | None] = ContextVar(f"judge_replay_tape_{id(self)}", default=None)
+        self._tapes: dict[str, _Tape] = {}
+        self._page_cache: dict[str, tuple[str, Interaction]] = {}
+        """Normalised URL -> (claims file that fetched it live, the exchange)."""
+        self._lock = threading.Lock()
+        self._patches: ExitStack | None = None
+        with _observers_lock:
+            for seen in _observers:
+                seen.append(self)
+
+    @property
+    def intercepting(self) -> bool:
+        return self.mode != "live" or self._pool is not None
+
+    def __enter__(self) -> HttpRecorder:
+        if self.intercepting:
+            from vcr.patch import CassettePatcherBuilder
+
+            stack = ExitStack()
+            try:
+                for patcher in CassettePatcherBuilder(_Router(self)).build():
+                    stack.enter_context(patcher)
+            except BaseException:
+                stack.close()
+                raise
+            self._patches = stack
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._patches is not None:
+            self._patches.close()
+            self._patches = None
+
+    @contextmanager
+    def conversation(self, claims_file: str) -> Iterator[None]:
+        """Route this thread's HTTP traffic to `claims_file`'s cassette for the duration of the block."""
+        tape = _Tape(claims_file, self.run_dir / cassette_name(claims_file))
+        if self.mode == "replay":
+            tape.load()
+        token = self._current.set(tape)
+        try:
+            yield
+        finally:
+            self._current.reset(token)
+            with self._lock:
+                self._tapes[claims_file] = tape
+        # Reached only when the block exited without an exception.
+        if self.mode == "record":
+            interactions = [w.interaction for w in tape.written]
+            save_cassette(tape.path, normalise_recording(interactions))
+            with self._lock:
+                self.stats.interactions += len(interactions)
+                self.stats.model_calls += sum(1 for w in tape.written if w.request.kind == "model")
+                self.stats.learn_calls += sum(1 for w in tape.written if w.request.kind == "learn")
+
+    def unused(self) -> dict[str, list[int]]:
+        """Replay: indices of recorded interactions no request used, per claims file (only files with any)."""
+        with self._lock:
+            tapes = list(self._tapes.values())
+        return {t.claims_file: t.unused() for t in tapes if t.unused()}
+
+    # ------------------------------------------------------------------ called by the patched transports
+
+    def _will_answer(self, request: Any) -> bool:
+        """Whether the answer comes from us (cassette, page pool, page cache) rather than the network."""
+        creq = canonical_request(request.method, request.uri, request.body)
+        setattr(request, _CANON_ATTR, creq)
+        if self.mode == "replay":
+            return True
+        if creq.kind == "learn" and self._pool is not None:
+            return True
+        return self.mode == "record" and self._cached_page(creq) is not None
+
+    def _answer(self, request: Any) -> dict[str, Any]:
+        creq: CanonicalRequest = getattr(request, _CANON_ATTR)
+        tape = self._current.get()
+        if self.mode == "replay":
+            if tape is None:
+                raise self._miss(None, creq, detail="it was made outside any conversation, and replay answers only a conversation's requests")
+            i = tape.take(creq)
+            if i is None:
+                raise self._miss(tape, creq)
+            self._count(creq)
+            return _playback(tape.recorded[i], creq, request)
+        if creq.kind == "learn" and self._pool is not None:
+            served = self._pool.get(creq)
+            if served is None:
+                raise self._miss(tape, creq, pool=self._pool)
+        else:
+            served = self._cached_page(creq)
+            assert served is not None  # _will_answer said so
+            with self._lock:
+                self.stats.page_cache_hits += 1
+        response = _playback(served, creq, request)
+        if self.mode == "record" and tape is not None:
+            self._write(tape, creq, _interaction(request, response))
+        else:
+            self._count(creq)
+        return response
+
+    def _recorded(self, request: Any, response: dict[str, Any]) -> None:
+        """A live exchange completed: keep it (record mode, inside a conversation)."""
+        creq: CanonicalRequest = getattr(request, _CANON_ATTR, None) or canonical_request(request.method, request.uri, request.body)
+        tape = self._current.get()
+        if self.mode != "record" or tape is None:
+            self._count(creq)
+            return
+        it = _interaction(request, response)
+        self._write(tape, creq, it)
+        if creq.is_learn_fetch and it.status == 200:
+            url = _fetch_url(creq)
+            if url:
+                with self._lock:
+                    self._page_cache.setdefault(url, (tape.claims_file, it))
+
+    # ------------------------------------------------------------------ helpers
+
+    def _write(self, tape: _Tape, creq: CanonicalRequest, it: Interaction) -> None:
+        dropped = tape.write(creq, it)
+        if dropped:
+            with self._lock:
+                self.stats.retries_dropped += dropped
+
+    def _count(self, creq: CanonicalRequest) -> None:
+        with self._lock:
+            self.stats.interactions += 1
+            if creq.kind == "model":
+                self.stats.model_calls += 1
+            elif creq.kind == "learn":
+                self.stats.learn_calls += 1
+
+    def _cached_page(self, creq: CanonicalRequest) -> Interaction | None:
+        """The live answer another conversation of this recording got for the same page, if any."""
+        tape = self._current.get()
+        if tape is None or not creq.is_learn_fetch or not self._page_cache:
+            return None
+        url = _fetch_url(creq)
+        with self._lock:
+            cached = self._page_cache.get(url) if url else None
+        return cached[1] if cached and cached[0] != tape.claims_file else None
+
+    def _miss(self, tape: _Tape | None, creq: CanonicalRequest, *, detail: str = "", pool: _PagePool | None = None) -> CassetteMiss:
+        closest_text: str | None = None
+        details = [detail] if detail else []
+        if pool is not None:
+            found = closest(creq, enumerate(pool.requests))
+            if found:
+                closest_text = f"{found[0]}: {pool.requests[found[0]].describe()} (in the pooled cassettes of {pool.folder})"
+                details.extend(found[1])
+            details.append(f"Learn calls are served from {pool.folder}, which never made this request")
+        elif tape is not None:
+            same = [i for i, r in enumerate(tape.requests) if r.key == creq.key]
+            if same:
+                closest_text = f"interaction {same[-1]}: {tape.requests[same[-1]].describe()}"
+                details.append(f"the cassette holds this request {len(same)} time(s), and every one was already played")
+            elif tape.file_missing:
+                details.append(f"there is no cassette at {tape.path}")
+            else:
+                found = closest(creq, enumerate(tape.requests))
+                if found:
+                    closest_text = f"interaction {found[0]}: {tape.requests[found[0]].describe()}"
+                    details.extend(found[1])
+        return CassetteMiss(
+            claims_file=tape.claims_file if tape is not None else NO_CONVERSATION,
+            request=creq.describe(),
+            closest=closest_text,
+            rerecord=self.rerecord_hint,
+            detail="; ".join(details),
+        )
+
+
+def _fetch_url(creq: CanonicalRequest) -> str | None:
+    args = (creq.body.get("params") or {}).get("arguments") if isinstance(creq.body, dict) else None
+    url = args.get("url") if isinstance(args, dict) else None
+    return normalise_learn_url(url) if isinstance(url, str) else None
+
+
+def _playback(it: Interaction, creq: CanonicalRequest, request: Any) -> dict[str, Any]:
+    """A stored interaction as the response to `request`, in the dict form vcrpy's stubs deserialize."""
+    headers = {name: list(values) for name, values in it.response_headers.items() if name not in _HOP_HEADERS}
+    if "retry-after" in headers:
+        headers["retry-after"] = ["0"]
+    body = it.response_body
+    if creq.kind == "learn":
+        if creq.rpc_id is not None:
+            body = _with_rpc_id(body, creq.rpc_id)
+        session = request.headers.get(_SESSION)
+        if session and _SESSION in headers and creq.rpc_method != "initialize":
+            headers[_SESSION] = [session]
+    return {
+        "status": {"code": it.status, "message": it.reason},
+        "headers": headers,
+        "body": {"string": body.encode("utf-8")},
+    }
+
+
+def _with_rpc_id(body: str, rpc_id: Any) -> str:
+    """The reply with the id of its JSON-RPC response set to `rpc_id` (a JSON body or SSE events)."""
+    if body.lstrip().startswith("{"):
+        try:
+            message = json.loads(body)
+        except json.JSONDecodeError:
+            return body
+        if _is_response(message) and message["id"] != rpc_id:
+            message["id"] = rpc_id
+            return json.dumps(message, ensure_ascii=False)
+        return body
+    lines = body.split("\n")
+    for n, line in enumerate(lines):
+        if not line.startswith("data:"):
+            continue
+        end = "\r" if line.endswith("\r") else ""
+        payload = line[5:].removesuffix("\r")
+        try:
+            message = json.loads(payload)
+        except json.JSONDecodeError:
+            continue
+        if _is_response(message):
+            if message["id"] == rpc_id:
+                return body
+            message["id"] = rpc_id
+            lead = " " if payload.startswith(" ") else ""
+            lines[n] = "data:" + lead + json.dumps(message, ensure_ascii=False, separators=(",", ":")) + end
+            return "\n".join(lines)
+    return body
+
+
+def _is_response(message: Any) -> bool:
+    return isinstance(message, dict) and "id" in message and ("result" in message or "error" in message)
+
+
+def _interaction(request: Any, response: dict[str, Any]) -> Interaction:
+    """A vcrpy request and response dict as an Interaction: header names lower-case, body decoded text."""
+    resp_headers: dict[str, list[str]] = {}
+    for name, values in (response.get("headers") or {}).items():
+        resp_headers.setdefault(str(name).lower(), []).extend(str(v) for v in (values if isinstance(values, list) else [values]))
+    raw = response["body"]["string"]
+    raw = raw.encode("utf-8") if isinstance(raw, str) else (raw or b"")
+    encodings = [e.strip().lower() for v in resp_headers.get("content-encoding", []) for e in v.split(",") if e.strip()]
+    if encodings:
+        raw = _decode(raw, encodings)
+        for name in ("content-encoding", "content-length"):
+            resp_headers.pop(name, None)
+    body = request.body
+    if isinstance(body, (bytes, bytearray)):
+        body = bytes(body).decode("utf-8", "replace")
+    return Interaction(
+        method=request.method.upper(),
+        uri=request.uri,
+        request_body=body or None,
+        status=int(response["status"]["code"]),
+        reason=response["status"].get("message") or "",
+        response_body=raw.decode("utf-8", "replace"),
+        request_headers={str(k).lower(): [str(v)] for k, v in request.headers.items()},
+        response_headers=resp_headers,
+    )
+
+
+def _decode(raw: bytes, encodings: list[str]) -> bytes:
+    """Undo content encodings (last applied first) with httpx's decoders: a client only asks for
+    encodings it can decode, and these are the decoders it uses."""
+    from httpx._decoders import SUPPORTED_DECODERS
+
+    for encoding in reversed(encodings):
+        if encoding == "identity":
+            continue
+        decoder_class = SUPPORTED_DECODERS.get(encoding)
+        if decoder_class is None:
+            raise UsageError(f"cannot store a response sent with content-encoding {encoding!r}: record without it")
+        decoder = decoder_class()
+        raw = decoder.decode(raw) + decoder.flush()
+    return raw
+
+
+# --------------------------------------------------------------------------- verify: replay a run, compare
+
+
+@dataclass
+class VerifyReport:
+    """What `judge-replay cassettes verify` found for one run."""
+
+    run: str
+    problems: list[str]
+    """One line each, naming the claims file (empty: the run reproduces)."""
+    interactions: int = 0
+    """Recorded interactions in the run's cassettes."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify_run(run_dir: str | Path) -> VerifyReport:
+    """Replay a run offline (its own prompt, claims and cassettes) and check that it reproduces its
+    recorded results.json (`files`) and that every recorded interaction was used."""
+    from ._runner import replay_run
+    from ._runs import Run
+
+    run = Run(run_dir)
+    recorded_files = run.results.files
+    problems: list[str] = []
+    try:
+        with recorders_created() as recorders:
+            replayed = replay_run(run)
+    except CassetteMiss as miss:
+        return VerifyReport(str(run.path), [f"{miss.claims_file}: the replay stopped: {line}" for line in str(miss).splitlines()[1:]])
+    problems.extend(compare_files(recorded_files, replayed.files))
+    recorder = next((r for r in recorders if r.mode == "replay"), None)
+    total = 0
+    for entry in run.manifest.claims:
+        interactions = run.interactions(entry.file)
+        total += len(interactions)
+        for index in (recorder.unused().get(entry.file, []) if recorder else []):
+            it = interactions[index]
+            what = canonical_request(it.method, it.uri, it.request_body).describe()
+            problems.append(f"{entry.file}: recorded interaction {index} ({what}) was never used by the replay")
+    if recorder is None:
+        problems.append("the replay went through no recorder, so unused interactions could not be checked")
+    return VerifyReport(str(run.path), problems, total)
+
+
+def compare_files(recorded: list[Any], replayed: list[Any]) -> list[str]:
+    """Per-file explanation of how a replay's `files` differ from the recorded ones (empty: equal)."""
+    from ._matching import differences
+
+    problems: list[str] = []
+    mine = {f.file: f.model_dump(mode="json") for f in replayed}
+    theirs = {f.file: f.model_dump(mode="json") for f in recorded}
+    for name in theirs.keys() - mine.keys():
+        problems.append(f"{name}: recorded, but the replay produced no result for it")
+    for name in mine.keys() - theirs.keys():
+        problems.append(f"{name}: produced by the replay, but not in the recorded results.json")
+    for name in sorted(mine.keys() & theirs.keys()):
+        a, b = mine[name], theirs[name]
+        if a == b:
+            continue
+        claims_a = {r.get("id"): r for r in a.pop("results", [])}
+        claims_b = {r.get("id"): r for r in b.pop("results", [])}
+        for line in differences(a, b, limit=5, labels=("the replay", "recorded")):
+            problems.append(f"{name}: {line}")
+        for claim_id in sorted(claims_a.keys() | claims_b.keys(), key=str):
+            if claim_id not in claims_b:
+                problems.append(f"{name}: claim {claim_id}: only in the replay")
+            elif claim_id not in claims_a:
+                problems.append(f"{name}: claim {claim_id}: recorded, missing from the replay")
+            else:
+                for line in differences(claims_a[claim_id], claims_b[claim_id], limit=5, labels=("the replay", "recorded")):
+                    problems.append(f"{name}: claim {claim_id}: {line}")
+    return problems

@@ -1,0 +1,129 @@
+"""Tables shown both in the terminal (rich) and as markdown, and the score tables grade and bakeoff share."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ._grading import NO_VERDICT
+from ._records import VERDICTS, GateDecision, Scores
+
+REPORT_WIDTH = 160
+"""Terminal width assumed when the output is not a terminal (pipes, files, CI logs)."""
+
+
+def console_for(file: TextIO | None = None) -> Console:
+    """A console on `file` (default stdout): full width on a terminal, 160 columns and no colour elsewhere."""
+    out = file or sys.stdout
+    tty = out.isatty()
+    return Console(file=out, width=None if tty else REPORT_WIDTH, no_color=not tty, highlight=False,
+                   soft_wrap=True)
+
+
+def ratio_text(value: float | None, digits: int = 3) -> str:
+    """A ratio for people: `0.833`, or `n/a` when undefined."""
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def markdown_cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+@dataclass
+class TextTable:
+    """A table of plain strings that prints in the terminal and renders as a markdown table."""
+
+    title: str
+    columns: Sequence[str]
+    rows: list[list[str]] = field(default_factory=list)
+    right_from: int = 1
+    """Columns from this index on are right-aligned (numbers)."""
+
+    def rich(self) -> Table:
+        table = Table(title=escape(self.title), title_justify="left", title_style="bold")
+        for i, name in enumerate(self.columns):
+            table.add_column(escape(name), justify="right" if i >= self.right_from else "left")
+        for row in self.rows:
+            table.add_row(*(escape(c) for c in row))
+        return table
+
+    def markdown(self) -> str:
+        head = "| " + " | ".join(markdown_cell(c) for c in self.columns) + " |"
+        rule = "|" + "|".join("---:" if i >= self.right_from else "---" for i in range(len(self.columns))) + "|"
+        body = ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in self.rows]
+        return "\n".join([f"**{self.title}**", "", head, rule, *body])
+
+
+def headline(scores: Scores) -> str:
+    """One line of a version's scores."""
+    return (
+        f"P {ratio_text(scores.precision)}  R {ratio_text(scores.recall)}  F1 {ratio_text(scores.f1)}  "
+        f"accuracy {ratio_text(scores.accuracy)}  |  TP {scores.tp}  FP {scores.fp}  FN {scores.fn}  "
+        f"TN {scores.tn}  |  graded {scores.graded}  quotes not verified {scores.quote_unverified}"
+    )
+
+
+def confusion_table(scores: Scores) -> TextTable:
+    table = TextTable("Confusion (rows: verdict the gold label expects; columns: judge verdict)",
+                      ["expected \\ judge", *VERDICTS, "no verdict"])
+    for expected in VERDICTS:
+        row = scores.confusion.get(expected, {})
+        table.rows.append([expected, *(str(row.get(v, 0)) for v in (*VERDICTS, NO_VERDICT))])
+    return table
+
+
+def breakdown_table(title: str, key_name: str, breakdown: dict[str, dict[str, Any]]) -> TextTable:
+    table = TextTable(title, [key_name, "graded", "P", "R", "F1", "accuracy", "TP", "FP", "FN", "TN"])
+    for key, t in breakdown.items():
+        table.rows.append([
+            key, str(t["graded"]), ratio_text(t["precision"]), ratio_text(t["recall"]), ratio_text(t["f1"]),
+            ratio_text(t["accuracy"]), str(t["tp"]), str(t["fp"]), str(t["fn"]), str(t["tn"]),
+        ])
+    return table
+
+
+def score_tables(scores: Scores) -> list[TextTable]:
+    """Confusion matrix and the breakdowns by claim type and by gold failure mode."""
+    return [
+        confusion_table(scores),
+        breakdown_table("By claim type", "claim type", scores.by_claim_type),
+        breakdown_table("By gold failure mode", "mode", scores.by_mode),
+    ]
+
+
+def unmatched_lines(scores: Scores) -> list[str]:
+    """Gold items with no result and results with no gold item, one line each."""
+    lines = []
+    if scores.unmatched_gold:
+        lines.append(f"{len(scores.unmatched_gold)} gold item(s) have no result (graded as no verdict): "
+                     + ", ".join(f"{u['file']}:{u['id']}" for u in scores.unmatched_gold))
+    if scores.unmatched_results:
+        lines.append(f"{len(scores.unmatched_results)} result(s) have no gold item (not graded): "
+                     + ", ".join(f"{u['file']}:{u['id']}" for u in scores.unmatched_results))
+    return lines
+
+
+def gate_lines(decision: GateDecision) -> list[str]:
+    """The gate decision, its reason, and the statistics behind it."""
+    verdict = "ADOPT" if decision.adopt else "DO NOT ADOPT"
+    noise = {True: "yes: do not read much into these differences", False: "no", None: "n/a"}[decision.within_noise]
+
+    def delta(name: str, value: float | None, ci: tuple[float, float] | None) -> str:
+        text = f"{name} {'n/a' if value is None else f'{value:+.3f}'}"
+        return text + (f" (95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}])" if ci else "")
+
+    stats = (
+        f"paired on {decision.paired} gold claims: only the candidate right on {decision.only_candidate_right}, "
+        f"only the baseline on {decision.only_baseline_right}; exact McNemar p="
+        f"{'n/a' if decision.mcnemar_p is None else f'{decision.mcnemar_p:.3g}'}; "
+        f"{delta('ΔP', decision.delta_precision, decision.delta_precision_ci)}; "
+        f"{delta('ΔR', decision.delta_recall, decision.delta_recall_ci)} "
+        f"(paired bootstrap, {decision.bootstrap_resamples} resamples, fixed seed)"
+    )
+    return [f"gate: {verdict}", decision.reason, stats, f"within noise: {noise}"]

@@ -1,0 +1,168 @@
+"""Record the bundled demo runs (`cassettes/*-demo*`) through the real record path with the local stand-ins.
+
+    python scripts/record_demo.py                 # record all five demo runs
+    python scripts/record_demo.py --only v3-demo  # record one (repeatable)
+    python scripts/record_demo.py --expect        # print the verdicts the stand-in policy will give
+
+The stand-ins are test equipment: the verdicts come from the model stand-in's deterministic policy
+(`replay._sim.policy`), not from Claude. Both stand-ins are deterministic and the recorder normalises
+volatile values, so recording twice gives byte-identical cassettes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from replay._gate import gate_rule
+from replay._grading import grade_results
+from replay._io import load_claims, load_gold
+from replay._mcp import normalise_learn_url, search_result_urls
+from replay._prompts import load_prompt
+from replay._records import ClaimResult, FileResult, GoldSet, ResultsFile, Scores
+from replay._sim.learn import Page, load_pages, search_text
+from replay._sim.policy import judge_claim
+
+REPO = Path(__file__).resolve().parents[1]
+CLAIMS = Path("demo/claims")
+"""Relative to the repo root, so that run manifests hold portable paths."""
+PAGES = Path("demo/pages")
+GOLD = Path("demo/gold-correctness-set.json")
+CASSETTES = Path("cassettes")
+MODEL = "claude-sonnet-4-5"
+LEARN_PORT, MODEL_PORT = 47631, 47632
+"""Fixed ports: the stand-in URLs are recorded in the cassettes and manifests, so a re-record is byte-identical."""
+BASELINE, CANDIDATE = "v2-demo", "v3-demo"
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """One bundled run: its folder name, prompt and page snapshot."""
+
+    name: str
+    prompt: str
+    snapshot: str
+
+
+RUNS = (
+    DemoRun("v1-demo", "v1", "2026-06"),
+    DemoRun("v2-demo", "v2", "2026-06"),
+    DemoRun("v3-demo", "v3", "2026-06"),
+    DemoRun("v3-demo-2026-09", "v3", "2026-09"),
+    DemoRun("v2-demo-2026-09", "v2", "2026-09"),
+)
+
+
+# --------------------------------------------------------------------------- expected verdicts (pure)
+
+
+def page_for(claim: dict, pages: dict[str, Page]) -> tuple[str, str | None]:
+    """The page the model stand-in judges a claim on: its evidence_url, else the top search result."""
+    url = claim.get("evidence_url") or next(iter(search_result_urls(search_text(pages, claim["claim"]))), "")
+    page = pages.get(normalise_learn_url(url)) if url else None
+    return url, page.body if page is not None else None
+
+
+def expected_results(prompt_text: str, pages: dict[str, Page], batches: Iterable[tuple[str, list[dict]]]) -> ResultsFile:
+    """What a run of the model stand-in gives on these pages, computed with its policy directly."""
+    files = []
+    for file, claims in batches:
+        results = []
+        for claim in claims:
+            url, body = page_for(claim, pages)
+            verdict = judge_claim(claim, body, prompt_text)
+            results.append(ClaimResult(id=claim["id"], evidence_url=url, **verdict))
+        files.append(FileResult(file=file, results=results))
+    return ResultsFile(files=files)
+
+
+def expected_scores(run: DemoRun, gold: GoldSet) -> tuple[ResultsFile, Scores]:
+    pages = load_pages(REPO / PAGES / run.snapshot)
+    batches = [(b.file, [c.model_dump(exclude_none=True) for c in b.claims]) for _, b in load_claims([REPO / CLAIMS])]
+    results = expected_results(load_prompt(run.prompt).text, pages, batches)
+    return results, grade_results(results, gold)
+
+
+def _ratio(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def expectation_table(gold: GoldSet) -> str:
+    """A markdown table of every claim's expected verdict per run, then P/R per run and the gate."""
+    runs = {run.name: expected_scores(run, gold) for run in RUNS}
+    labels = {(g.file, g.id): g for g in gold.items}
+    short = {"grounded": "G", "not_grounded": "**NG**", "source_silent": "S"}
+    lines = [
+        "| claim | gold | mode | " + " | ".join(runs) + " |",
+        "|---|---|---|" + "---|" * len(runs),
+    ]
+    verdicts = {
+        name: {(f.file, r.id): r for f in results.files for r in f.results} for name, (results, _) in runs.items()
+    }
+    for key, item in labels.items():
+        cells = []
+        for name in runs:
+            r = verdicts[name].get(key)
+            cell = short.get(r.judge_verdict or "", "-") if r else "-"
+            if r is not None and r.rule:
+                cell += f" {r.rule}"
+            cells.append(cell)
+        lines.append(f"| {item.id} | {item.label} | {item.mode or ''} | " + " | ".join(cells) + " |")
+    lines += ["", "| run | TP | FP | FN | TN | precision | recall | accuracy |", "|---|---|---|---|---|---|---|---|"]
+    for name, (_, s) in runs.items():
+        lines.append(
+            f"| {name} | {s.tp} | {s.fp} | {s.fn} | {s.tn} | {_ratio(s.precision)} | {_ratio(s.recall)} | {_ratio(s.accuracy)} |"
+        )
+    adopt, reason = gate_rule(runs[BASELINE][1], runs[CANDIDATE][1])
+    lines += ["", f"Gate ({CANDIDATE} against {BASELINE}, 2026-06 pages): {reason}"]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- recording
+
+
+def record(runs: list[DemoRun]) -> None:
+    """Record each run with both stand-ins started in-process, through the real record path."""
+    from replay._runner import run_judge
+    from replay._sim import start_learn, start_model
+
+    os.chdir(REPO)
+    with start_learn(PAGES / runs[0].snapshot, port=LEARN_PORT) as learn, start_model(port=MODEL_PORT) as model:
+        for run in runs:
+            learn.set_pages(PAGES / run.snapshot)
+            print(f"recording {CASSETTES / run.name} (prompt {run.prompt}, pages {run.snapshot})", file=sys.stderr)
+            run_judge(
+                run.prompt,
+                [CLAIMS],
+                CASSETTES / run.name,
+                "record",
+                model=MODEL,
+                learn_url=learn.url,
+                anthropic_base_url=model.url,
+                concurrency=1,
+                progress=False,
+                force=True,
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", action="append", metavar="NAME", choices=[r.name for r in RUNS],
+                        help="record only this run (repeatable)")
+    parser.add_argument("--expect", action="store_true",
+                        help="print the expected verdict table (policy applied directly) without recording")
+    args = parser.parse_args(argv)
+    if args.expect:
+        print(expectation_table(load_gold(REPO / GOLD)))
+        return 0
+    chosen = [r for r in RUNS if not args.only or r.name in args.only]
+    record(chosen)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

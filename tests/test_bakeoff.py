@@ -1,0 +1,153 @@
+"""`judge-replay bakeoff` over synthetic runs (`--no-replay`): table, gate, flips, results files, frozen files."""
+
+import json
+
+import pytest
+
+from factories import write_json, write_run
+from replay._bakeoff import replay_differences, results_file_name
+from replay._cli.main import main
+from replay._records import ResultsFile
+
+URL = "https://learn.microsoft.com/azure/models"
+PAGE = "# Models\n\n| model | context |\n|---|---|\n| gpt-4.1 | 1,047,576 |\n| gpt-4o | 128,000 |\n"
+CLAIMS = {"a-1": "GPT-4.1 offers a 200k+ token context window.", "a-2": "GPT-4o offers 128k context.",
+          "a-3": "GPT-4o is retired."}
+
+
+def _results(verdicts):
+    return [{"file": "docs/a.md", "results": [
+        {"id": i, "judge_verdict": v, "evidence_url": URL, "evidence_quote": "", "reason": f"{i} reason",
+         "quote_verified": False if i == "a-2" else None, "claim": CLAIMS[i], "claim_type": "version"}
+        for i, v in verdicts.items()]}]
+
+
+BASE = {"a-1": "grounded", "a-2": "grounded", "a-3": "source_silent"}
+CAND = {"a-1": "not_grounded", "a-2": "grounded", "a-3": "not_grounded"}
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_run(tmp_path / "cassettes" / "v2-demo", prompt="v2", model="claude-x", results=_results(BASE),
+              pages={"docs/a.md": {URL: PAGE}}, recorded_at="2026-11-01T00:00:00Z")
+    write_run(tmp_path / "cassettes" / "v3-demo", prompt="v3", model="claude-x", results=_results(CAND),
+              pages={"docs/a.md": {URL: PAGE}}, recorded_at="2026-11-02T00:00:00Z")
+    write_json(tmp_path / "gold.json", {"name": "g", "items": [
+        {"file": "docs/a.md", "id": "a-1", "label": "outdated", "mode": "FN2"},
+        {"file": "docs/a.md", "id": "a-2", "label": "correct"},
+        {"file": "docs/a.md", "id": "a-3", "label": "wrong", "mode": "FN3"}]})
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.judge-replay]\ngold = "gold.json"\nbaseline = "cassettes/v2-demo"\ncandidates = ["cassettes/v3-demo"]\n')
+    return tmp_path
+
+
+def _stand_ins(run_dir, names):
+    manifest = json.loads((run_dir / "run.json").read_text())
+    manifest["stand_ins"] = names
+    (run_dir / "run.json").write_text(json.dumps(manifest))
+
+
+def test_bakeoff_json_from_settings(project, capsys):
+    assert main(["bakeoff", "--no-replay", "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    base, cand = out["versions"]
+    assert (base["prompt"], base["run"], base["source"], base["replay_reproduced"]) == (
+        "v2", "cassettes/v2-demo", "recorded", None)
+    # baseline: a-1 FN, a-2 TN, a-3 FN -> P undefined, R 0; candidate: a-1 TP, a-2 TN, a-3 TP -> P 1, R 1
+    assert (base["scores"]["precision"], base["scores"]["recall"]) == (None, 0.0)
+    assert (cand["scores"]["precision"], cand["scores"]["recall"], cand["scores"]["accuracy"]) == (1.0, 1.0, 1.0)
+    assert cand["scores"]["quote_unverified"] == 1
+    gate = out["gates"][0]
+    assert (gate["baseline"], gate["candidate"], gate["adopt"]) == ("cassettes/v2-demo", "cassettes/v3-demo", False)
+    assert "baseline precision is undefined" in gate["reason"] and gate["only_candidate_right"] == 2
+    flips = out["flips"][0]["flips"]
+    assert [(f["id"], f["baseline"], f["candidate"], f["gold"], f["right"]) for f in flips] == [
+        ("a-1", "grounded", "not_grounded", "outdated", "candidate"),
+        ("a-3", "source_silent", "not_grounded", "wrong", "candidate")]
+    assert flips[0]["claim"] == CLAIMS["a-1"] and all(f["cause"] for f in flips)
+    # the results files, named by prompt, carrying the run's metadata, in the project root
+    written = ResultsFile.model_validate_json((project / "judge-bakeoff-results-v3.json").read_text())
+    assert (written.prompt, written.model, written.recorded_at, written.frozen) == (
+        "v3", "claude-x", "2026-11-02T00:00:00Z", False)
+    assert [r.judge_verdict for r in written.files[0].results] == ["not_grounded", "grounded", "not_grounded"]
+    assert sorted(out["written"]) == ["judge-bakeoff-results-v2.json", "judge-bakeoff-results-v3.json"]
+    # a second bake-off on the same runs changes no file
+    assert main(["bakeoff", "--no-replay", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["written"] == []
+
+
+def test_bakeoff_terminal_says_stand_in_first(project, capsys):
+    _stand_ins(project / "cassettes" / "v3-demo", ["learn", "model"])
+    assert main(["bakeoff", "--no-replay", "--out-dir", "out"]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first == "runs used the local stand-in judge (test equipment), not Claude: cassettes/v3-demo"
+    assert "v3 (candidate)" in out and "gate: DO NOT ADOPT" in out and "Verdict flips v2 → v3: 2" in out
+    assert f'docs/a.md:a-1 "{CLAIMS["a-1"]}": grounded → not_grounded; gold outdated; candidate right; cause ' in out
+    assert (project / "out" / "judge-bakeoff-results-v2.json").is_file()
+
+
+def test_bakeoff_markdown_flags_and_adopt(project, capsys):
+    # a baseline that flags a-1 rightly: P 1/1, R 1/2; the candidate lifts R to 2/2 holding P -> adopt
+    write_run(project / "runs" / "v2b", prompt="v2", results=_results({**BASE, "a-1": "not_grounded"}),
+              pages={"docs/a.md": {URL: PAGE}})
+    assert main(["bakeoff", "--no-replay", "--markdown", "--baseline", "runs/v2b",
+                 "--candidate", "cassettes/v3-demo", "--out-dir", "out"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("## Judge prompt bake-off")
+    assert "| v2 (baseline) | runs/v2b | claude-test | 1.000 | 0.500 |" in text
+    assert "- gate: ADOPT" in text and "- adopt: P 1.00→1.00, R 0.50→1.00; but only 1 discordant claims" in text
+    assert "<details><summary>Disagreements of v2 (runs/v2b) with the gold set: 1</summary>" in text
+
+
+def test_frozen_results_file_is_not_overwritten(project, capsys):
+    assert main(["bakeoff", "--no-replay", "--json"]) == 0
+    assert main(["grade", "judge-bakeoff-results-v2.json", "--freeze"]) == 0
+    capsys.readouterr()
+    # unchanged results: nothing to overwrite, the bake-off runs
+    assert main(["bakeoff", "--no-replay", "--json"]) == 0
+    capsys.readouterr()
+    write_run(project / "cassettes" / "v2-demo", prompt="v2", model="claude-x", results=_results(CAND),
+              pages={"docs/a.md": {URL: PAGE}}, recorded_at="2026-11-01T00:00:00Z")
+    before = (project / "judge-bakeoff-results-v2.json").read_text()
+    assert main(["bakeoff", "--no-replay"]) == 2
+    err = capsys.readouterr().err
+    assert "judge-bakeoff-results-v2.json" in err and "--force" in err and len(err.strip().splitlines()) == 1
+    assert (project / "judge-bakeoff-results-v2.json").read_text() == before
+    assert main(["bakeoff", "--no-replay", "--force", "--json"]) == 0
+    rewritten = json.loads((project / "judge-bakeoff-results-v2.json").read_text())
+    assert rewritten["frozen"] is True and rewritten["files"][0]["results"][0]["judge_verdict"] == "not_grounded"
+
+
+def test_bakeoff_usage_errors(project, capsys):
+    assert main(["bakeoff", "--no-replay", "--gold", "missing.json"]) == 2
+    assert "missing.json: no such file" in capsys.readouterr().err
+    (project / "pyproject.toml").write_text('[tool.judge-replay]\ngold = "gold.json"\nbaseline = "cassettes/v2-demo"\n')
+    assert main(["bakeoff", "--no-replay"]) == 2
+    assert "no candidate run" in capsys.readouterr().err
+    assert main(["bakeoff", "--no-replay", "--candidate", "cassettes/nope"]) == 2
+    assert "cassettes/nope: no such run folder" in capsys.readouterr().err
+
+
+def test_same_prompt_twice_gets_distinct_results_files(project, capsys):
+    write_run(project / "cassettes" / "v3-again", prompt="v3", results=_results(CAND),
+              pages={"docs/a.md": {URL: PAGE}})
+    assert main(["bakeoff", "--no-replay", "--json", "--candidate", "cassettes/v3-demo",
+                 "--candidate", "cassettes/v3-again"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [v["results_file"] for v in out["versions"]] == [
+        "judge-bakeoff-results-v2.json", "judge-bakeoff-results-v3-v3-demo.json",
+        "judge-bakeoff-results-v3-v3-again.json"]
+    assert len(out["gates"]) == 2
+
+
+def test_replay_differences_and_names():
+    recorded = ResultsFile.model_validate({"files": _results(BASE)})
+    replayed = ResultsFile.model_validate({"files": _results({**BASE, "a-3": "not_grounded"})})
+    assert replay_differences(recorded, recorded) == []
+    assert replay_differences(recorded, replayed) == [
+        "docs/a.md:a-3: judge_verdict 'source_silent' → 'not_grounded'"]
+    assert results_file_name("v3") == "judge-bakeoff-results-v3.json"
+    assert results_file_name("prompts/my prompt.md") == "judge-bakeoff-results-my_prompt.json"

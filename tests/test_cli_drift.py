@@ -1,0 +1,254 @@
+"""`judge-replay drift`: --against (offline) and --live against the Learn stand-in only; no model anywhere."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from factories import write_json, write_run
+from replay._cli.main import main
+from replay._learn import LearnClient
+from replay._runs import Run
+from replay._sim import start_learn
+
+MODELS = "https://learn.microsoft.com/azure/test/models"
+QUOTAS = "https://learn.microsoft.com/azure/test/quotas"
+OLD = "https://learn.microsoft.com/azure/test/old"
+LEARN_PAGES = Path(__file__).parents[2] / "shared" / "learn-pages"
+
+MODELS_V1 = """# Test models
+
+Context windows of the test models.
+
+| Model | Context window | Max output |
+|---|---|---|
+| `alpha-1` (2025-01-01) | 128,000 | 4,096 |
+| `beta-2` (2025-02-01) | 200,000 | 8,192 |
+"""
+QUOTAS_V1 = """# Test quotas
+
+Quotas apply per subscription and region.
+
+The default quota is 30 requests per minute.
+"""
+OLD_V1 = """# Old page
+
+The legacy tier allows 5 deployments.
+"""
+
+CLAIMS = {
+    "docs/models.md": [
+        {"id": "m-1", "claim": "alpha-1 has a 128,000 token context window.", "claim_type": "tpm", "evidence_url": MODELS,
+         "quote": "| `alpha-1` (2025-01-01) | 128,000 | 4,096 |"},
+        {"id": "m-2", "claim": "beta-2 has a 200,000 token context window.", "claim_type": "tpm", "evidence_url": MODELS,
+         "quote": "| `beta-2` (2025-02-01) | 200,000 | 8,192 |"},
+        {"id": "m-3", "claim": "beta-2 writes at most 8,192 tokens.", "claim_type": "tpm", "evidence_url": MODELS,
+         "quote": "8,192 |"},
+    ],
+    "docs/quotas.md": [
+        {"id": "q-1", "claim": "The default quota is 30 requests per minute.", "claim_type": "tpm", "evidence_url": QUOTAS,
+         "quote": "The default quota is 30 requests per minute."},
+    ],
+    "docs/old.md": [
+        {"id": "o-1", "claim": "The legacy tier allows 5 deployments.", "claim_type": "sku", "evidence_url": OLD,
+         "quote": "The legacy tier allows 5 deployments."},
+    ],
+}
+PAGE_OF = {"docs/models.md": MODELS, "docs/quotas.md": QUOTAS, "docs/old.md": OLD}
+
+
+def write_pages(folder: Path, pages: dict[str, str]) -> Path:
+    for n, (url, body) in enumerate(pages.items()):
+        (folder / f"page{n}.md").parent.mkdir(parents=True, exist_ok=True)
+        (folder / f"page{n}.md").write_text(f"---\nurl: {url}\ntitle: page {n}\n---\n{body}", "utf-8")
+    return folder
+
+
+def second_snapshot(tmp_path: Path) -> Path:
+    """The number in beta-2's row changes, the quotas page is edited elsewhere, the old page is removed."""
+    return write_pages(tmp_path / "pages-v2", {
+        MODELS: MODELS_V1.replace("| 200,000 |", "| 400,000 |"),
+        QUOTAS: QUOTAS_V1.replace("per subscription and region", "per subscription, per region"),
+    })
+
+
+def write_claims(folder: Path) -> Path:
+    for file, claims in CLAIMS.items():
+        rows = [{k: v for k, v in c.items() if k != "quote"} for c in claims]
+        write_json(folder / f"{Path(file).stem}.json", {"file": file, "claims": rows})
+    return folder
+
+
+def write_recorded_run(folder: Path, texts: dict[str, str | None], recorded_at: str = "2026-11-01T09:00:00Z") -> Path:
+    results = [{"file": file, "results": [
+        {"id": c["id"], "judge_verdict": "grounded", "rule": "", "evidence_url": c["evidence_url"],
+         "evidence_quote": c["quote"], "reason": "stated"} for c in claims]} for file, claims in CLAIMS.items()]
+    pages = {file: {PAGE_OF[file]: texts.get(PAGE_OF[file])} for file in CLAIMS}
+    return write_run(folder, results=results, pages=pages, recorded_at=recorded_at)
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def statuses(report: dict) -> dict[str, str]:
+    return {c["id"]: c["status"] for c in report["claims"]}
+
+
+EXPECTED = {"m-1": "changed-quote-intact", "m-2": "value-changed", "m-3": "changed-quote-intact",
+            "q-1": "changed-quote-intact", "o-1": "page-gone"}
+
+
+def test_against_another_runs_cassettes_offline(tmp_path, capsys):
+    claims = write_claims(tmp_path / "claims")
+    old = write_recorded_run(tmp_path / "cassettes" / "v3-old", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+    new = write_recorded_run(tmp_path / "cassettes" / "v3-new",
+                             {MODELS: MODELS_V1.replace("| 200,000 |", "| 400,000 |"),
+                              QUOTAS: QUOTAS_V1.replace("region", "Azure region"), OLD: None})
+    code, out, err = run_cli(capsys, "drift", old, "--against", new, "--claims", claims, "--json")
+    assert code == 1, err  # something is at risk
+    report = json.loads(out)
+    assert set(report) >= {"run", "against", "claims", "at_risk", "rerecord_commands", "pages"}
+    assert statuses(report) == EXPECTED
+    m2 = next(c for c in report["claims"] if c["id"] == "m-2")
+    assert (m2["old"], m2["new"]) == ("| `beta-2` (2025-02-01) | 200,000 | 8,192 |", "| `beta-2` (2025-02-01) | 400,000 | 8,192 |")
+    assert set(m2) >= {"file", "id", "evidence_url", "status", "old", "new"}
+    assert report["at_risk"] == [{"file": "docs/models.md", "id": "m-2"}, {"file": "docs/old.md", "id": "o-1"}]
+    command = report["rerecord_commands"][0]
+    assert command.startswith("judge-replay judge --prompt v3 --claims ")
+    assert str(claims / "models.json") in command and str(claims / "old.json") in command
+    assert str(claims / "quotas.json") not in command and f"--run {old}-" in command and command.endswith("--mode record")
+    assert "drift:" in err and "2 claim(s)" in err
+
+    code, out, _ = run_cli(capsys, "drift", old, "--against", new, "--claims", claims)
+    assert code == 1
+    flat = " ".join(out.replace("│", " ").split())
+    assert "| `beta-2` (2025-02-01) | 200,000 | 8,192 | → | `beta-2` (2025-02-01) | 400,000 | 8,192 |" in flat
+    assert "judge-replay judge --prompt v3" in out
+
+
+def test_against_itself_nothing_at_risk_exit_0(tmp_path, capsys):
+    old = write_recorded_run(tmp_path / "r1", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+    code, out, err = run_cli(capsys, "drift", old, "--against", old, "--claims", write_claims(tmp_path / "c"), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert set(statuses(report).values()) == {"unchanged"} and report["at_risk"] == [] and report["rerecord_commands"] == []
+
+
+def test_claims_read_from_the_manifest_paths(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_claims(tmp_path / "claims")
+    old = write_recorded_run(tmp_path / "r1", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+    manifest = json.loads((old / "run.json").read_text())
+    for entry in manifest["claims"]:
+        entry["path"] = f"claims/{Path(entry['file']).stem}.json"
+    (old / "run.json").write_text(json.dumps(manifest))
+    new = write_recorded_run(tmp_path / "r2", {MODELS: MODELS_V1.replace("| 200,000 |", "| 400,000 |"),
+                                               QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+    code, out, _ = run_cli(capsys, "drift", "r1", "--against", "r2", "--json")
+    report = json.loads(out)
+    assert code == 1 and report["at_risk"] == [{"file": "docs/models.md", "id": "m-2"}]
+    assert report["rerecord_commands"][0].startswith("judge-replay judge --prompt v3 --claims claims/models.json --run r1-")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--against", "nowhere"], "nowhere: no such run folder"),
+    ([], "exactly one of --against"),
+    (["--live", "--against", "X"], "exactly one of --against"),
+    (["--against", "SELF", "--learn-url", "http://127.0.0.1:9"], "--learn-url only applies with --live"),
+])
+def test_bad_input_exit_2_with_one_line(tmp_path, capsys, argv, message):
+    old = write_recorded_run(tmp_path / "r1", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+    code, out, err = run_cli(capsys, "drift", old, *[str(old) if a == "SELF" else a for a in argv])
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_live_against_the_learn_stand_in_records_a_reproducible_snapshot(tmp_path, capsys):
+    learn = start_learn(write_pages(tmp_path / "pages-v1", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1}))
+    try:
+        with LearnClient(learn.url) as client:  # what the run's judge read: the first snapshot, as served
+            served = {url: client.fetch(url).text for url in (MODELS, QUOTAS, OLD)}
+        cassettes = tmp_path / "cassettes"
+        old = write_recorded_run(cassettes / "v3-old", served)
+        claims = write_claims(tmp_path / "claims")
+        store = tmp_path / "store"
+
+        code, out, err = run_cli(capsys, "drift", old, "--live", "--learn-url", learn.url, "--claims", claims,
+                                 "--cassettes", cassettes, "--store", store, "--json")
+        assert code == 0, err  # the stand-in still serves the pages the run read
+        report = json.loads(out)
+        assert set(statuses(report).values()) == {"unchanged"}
+
+        learn.set_pages(second_snapshot(tmp_path))
+        code, out, err = run_cli(capsys, "drift", old, "--live", "--learn-url", learn.url, "--claims", claims,
+                                 "--cassettes", cassettes, "--store", store, "--json")
+    finally:
+        learn.stop()
+    assert code == 1, err
+    report = json.loads(out)
+    assert statuses(report) == EXPECTED
+    assert report["at_risk"] == [{"file": "docs/models.md", "id": "m-2"}, {"file": "docs/old.md", "id": "o-1"}]
+    snapshot = Path(report["snapshot"])
+    assert snapshot.parent == cassettes and snapshot.name.startswith("pages-") and report["against"] == str(snapshot)
+    manifest = json.loads((snapshot / "run.json").read_text())
+    assert (manifest["prompt"], manifest["model"], manifest["mode"]) == ("pages-snapshot", "none", "record")
+    assert manifest["stand_ins"] == ["learn"] and len(manifest["claims"]) == 3
+    assert Run(snapshot).page(OLD).sha256 is None  # "could not be retrieved" was recorded as such
+
+    # reproducible: the same comparison offline, with the stand-in gone
+    code, out, _ = run_cli(capsys, "drift", old, "--against", snapshot, "--claims", claims, "--json")
+    assert code == 1 and statuses(json.loads(out)) == EXPECTED
+
+    # the fetches went into the page store: the models page now has two versions
+    code, out, _ = run_cli(capsys, "pages", "history", MODELS, "--store", store, "--cassettes", cassettes, "--json")
+    assert code == 0 and len(json.loads(out)["versions"]) == 2
+
+
+def test_live_with_learn_unreachable_exit_2(tmp_path, capsys):
+    learn = start_learn(write_pages(tmp_path / "pages", {MODELS: MODELS_V1}))
+    url = learn.url
+    learn.stop()
+    old = write_recorded_run(tmp_path / "cassettes" / "r1", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+    code, _, err = run_cli(capsys, "drift", old, "--live", "--learn-url", url, "--cassettes", tmp_path / "cassettes",
+                           "--store", tmp_path / "store", "--claims", write_claims(tmp_path / "claims"))
+    assert code == 2 and "cannot reach the Learn MCP endpoint" in err and "Traceback" not in err
+    assert [p.name for p in (tmp_path / "cassettes").iterdir()] == ["r1"]  # no half snapshot left behind
+
+
+def test_real_learn_pages_served_in_turn(tmp_path, capsys):
+    """The real before/after pages through the stand-in: a changed retirement date flips exactly its claim."""
+    changes = json.loads((LEARN_PAGES / "changes.json").read_text("utf-8"))
+    date, same = changes[9], "| `o1` | 2024-12-17 | No earlier than December 17, 2025 |"
+    url = date["page_url"]
+    learn = start_learn(LEARN_PAGES / "before")
+    try:
+        with LearnClient(learn.url) as client:
+            before = client.fetch(url).text
+        results = [{"file": "docs/r.md", "results": [
+            {"id": "r-1", "judge_verdict": "grounded", "evidence_url": url, "evidence_quote": date["before"].strip()},
+            {"id": "r-2", "judge_verdict": "grounded", "evidence_url": url, "evidence_quote": same}]}]
+        old = write_run(tmp_path / "cassettes" / "r-old", results=results, pages={"docs/r.md": {url: before}})
+        claims = write_json(tmp_path / "claims" / "r.json", {"file": "docs/r.md", "claims": [
+            {"id": "r-1", "claim": "gpt-4o-mini 2024-07-18 retires no earlier than July 18, 2025.", "claim_type": "status"},
+            {"id": "r-2", "claim": "o1 2024-12-17 retires no earlier than December 17, 2025.", "claim_type": "status"}]})
+        learn.set_pages(LEARN_PAGES / "after")
+        code, out, err = run_cli(capsys, "drift", old, "--live", "--learn-url", learn.url, "--claims", claims,
+                                 "--cassettes", tmp_path / "cassettes", "--store", tmp_path / "store", "--json")
+    finally:
+        learn.stop()
+    assert code == 1, err
+    report = json.loads(out)
+    assert statuses(report) == {"r-1": "value-changed", "r-2": "changed-quote-intact"}
+    r1 = report["claims"][0]
+    assert "July 18, 2025" in r1["old"] and "September 15, 2025" in r1["new"]
+
+
+def test_without_claims_text_the_quotes_alone_are_checked_and_the_user_is_told(tmp_path, capsys):
+    old = write_recorded_run(tmp_path / "r1", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+    new = write_recorded_run(tmp_path / "r2", {MODELS: MODELS_V1.replace("| 200,000 |", "| 400,000 |"),
+                                               QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+    code, out, err = run_cli(capsys, "drift", old, "--against", new)
+    assert code == 1 and "were not found" in err and "--claims" in err
+    assert "value-changed" in out and "docs/models.md:m-2" in out and "2 claim(s) unchanged" in out

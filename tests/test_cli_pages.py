@@ -1,0 +1,82 @@
+"""`judge-replay pages history|diff`: versions of a page from the runs under the cassettes folder."""
+
+import json
+
+import pytest
+
+from factories import write_run
+from replay._cli.main import main
+from replay._text import sha256_text
+
+URL = "https://learn.microsoft.com/azure/ai/quotas"
+V1 = "# Quotas\n\nIntro.\n\n| Limit | Value |\n|---|---|\n| Max deployments | 5 |\n| Max files | 50 |\n"
+V2 = V1.replace("| Max deployments | 5 |", "| Max deployments | 10 |")
+V3 = V2.replace("Intro.", "Intro, edited.")
+
+
+@pytest.fixture
+def cassettes(tmp_path):
+    root = tmp_path / "cassettes"
+    for name, text, at in (("r1", V1, "2026-01-01T00:00:00Z"), ("r2", V1, "2026-02-01T00:00:00Z"),
+                           ("r3", V2, "2026-03-01T00:00:00Z"), ("r4", V3, "2026-04-01T00:00:00Z")):
+        write_run(root / name, results=[{"file": "docs/q.md", "results": []}],
+                  pages={"docs/q.md": {URL: text}}, recorded_at=at)
+    return root
+
+
+def pages(capsys, tmp_path, cassettes, *argv):
+    code = main(["pages", *argv, "--store", str(tmp_path / "store"), "--cassettes", str(cassettes)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_history_lists_every_version(tmp_path, cassettes, capsys):
+    code, out, _ = pages(capsys, tmp_path, cassettes, "history", "https://learn.microsoft.com/en-us/azure/ai/quotas/", "--json")
+    assert code == 0
+    versions = json.loads(out)["versions"]
+    assert [v["hash"] for v in versions] == [sha256_text(t)[:12] for t in (V1, V2, V3)]
+    assert versions[0] | {"sha256": None} == {"sha256": None, "hash": sha256_text(V1)[:12], "first_seen": "2026-01-01T00:00:00Z",
+                                              "last_seen": "2026-02-01T00:00:00Z", "runs": ["r1", "r2"], "size": len(V1)}
+    code, out, _ = pages(capsys, tmp_path, cassettes, "history", URL)
+    assert code == 0 and sha256_text(V2)[:12] in out and "r1, r2" in out and "2026-02-01T00:00:00Z" in out
+
+
+def test_diff_defaults_to_the_two_latest_versions(tmp_path, cassettes, capsys):
+    code, out, _ = pages(capsys, tmp_path, cassettes, "diff", URL)
+    assert code == 0
+    assert "-Intro.\n+Intro, edited." in out and "-| Max deployments" not in out
+    assert f"@ {sha256_text(V2)[:12]}" in out and f"@ {sha256_text(V3)[:12]}" in out
+
+
+def test_diff_between_chosen_hash_prefixes(tmp_path, cassettes, capsys):
+    code, out, _ = pages(capsys, tmp_path, cassettes, "diff", URL, "--from", sha256_text(V1)[:7], "--to", sha256_text(V2)[:7])
+    assert code == 0
+    assert "-| Max deployments | 5 |\n+| Max deployments | 10 |" in out and "+Intro" not in out
+    code, out, _ = pages(capsys, tmp_path, cassettes, "diff", URL, "--to", sha256_text(V2)[:7])
+    assert code == 0 and "+| Max deployments | 10 |" in out and "edited" not in out
+
+
+def test_unknown_url_or_hash_exit_2_listing_what_is_known(tmp_path, cassettes, capsys):
+    code, _, err = pages(capsys, tmp_path, cassettes, "history", "https://learn.microsoft.com/azure/nope")
+    assert code == 2 and "no recorded version of https://learn.microsoft.com/azure/nope" in err and URL in err
+    code, _, err = pages(capsys, tmp_path, cassettes, "diff", URL, "--from", "deadbeef")
+    assert code == 2 and "deadbeef" in err and sha256_text(V1)[:12] in err and "Traceback" not in err
+    code, _, err = pages(capsys, tmp_path, tmp_path / "no-such-folder", "history", URL)
+    assert code == 2 and "no such cassettes folder" in err
+
+
+def test_a_page_with_one_version_has_nothing_to_diff(tmp_path, capsys):
+    root = tmp_path / "c"
+    write_run(root / "only", results=[{"file": "docs/q.md", "results": []}], pages={"docs/q.md": {URL: V1}})
+    code, out, _ = pages(capsys, tmp_path, root, "diff", URL)
+    assert code == 0 and "no version recorded before" in out
+
+
+def test_fresh_store_is_filled_from_the_cassettes_and_follows_new_runs(tmp_path, cassettes, capsys):
+    assert not (tmp_path / "store").exists()
+    pages(capsys, tmp_path, cassettes, "history", URL)
+    write_run(cassettes / "r5", results=[{"file": "docs/q.md", "results": []}],
+              pages={"docs/q.md": {URL: V1}}, recorded_at="2026-05-01T00:00:00Z")
+    code, out, _ = pages(capsys, tmp_path, cassettes, "history", URL, "--json")
+    first = json.loads(out)["versions"][0]
+    assert code == 0 and first["runs"] == ["r1", "r2", "r5"] and first["last_seen"] == "2026-05-01T00:00:00Z"

@@ -1,0 +1,177 @@
+"""Drift statuses (pure core) on the real before/after Learn pages and on small synthetic pages."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from factories import write_run
+from replay._cassette import Interaction, load_cassette, save_cassette
+from replay._drift import ClaimEvidence, claim_drift, drift_report
+from replay._prompts import load_prompt
+from replay._records import ClaimsBatch
+from replay._runs import PageVersion, Run
+from replay._sim.learn import load_page
+from replay._text import sha256_text
+
+LEARN_PAGES = Path(__file__).parents[2] / "shared" / "learn-pages"
+CHANGES = json.loads((LEARN_PAGES / "changes.json").read_text("utf-8"))  # fails loudly when the folder is absent
+
+# Claims asserting the BEFORE value of changes #0-#12, #19, #20 (numbers, dates, regions, removed rows).
+CLAIMS = {
+    0: "gpt-4.1-nano has a context window of 1,047,576 tokens.",
+    1: "gpt-4.1-mini has a context window of 1,047,576 tokens.",
+    2: "gpt-4.1 is available in East US2 (Global Standard).",
+    6: "gpt-4 1106-Preview accepts 128,000 input tokens.",
+    7: "gpt-35-turbo 0613 has a 4,096 token context window.",
+    8: "text-embedding-ada-002 version 2 retires no earlier than October 3, 2025.",
+    9: "gpt-4o-mini 2024-07-18 retires no earlier than July 18, 2025.",
+    10: "gpt-4o 2024-05-13 retires no earlier than May 20, 2025.",
+    11: "gpt-35-turbo 0125 retires no earlier than May 31, 2025.",
+    12: "dall-e-3 retires no earlier than April 30, 2025.",
+    19: "A resource allows at most 5 fine-tuned model deployments.",
+    20: "A resource holds at most 50 files for fine-tuning.",
+}
+
+
+def page(snapshot: str, file: str) -> PageVersion:
+    path = LEARN_PAGES / snapshot / file
+    loaded = load_page(path)
+    return PageVersion(loaded.url, sha256_text(loaded.body), loaded.body)
+
+
+def evidence(n: int, claim: str, quote: str, verdict: str = "grounded") -> ClaimEvidence:
+    return ClaimEvidence(file="docs/x.md", id=f"c{n}", claim=claim, evidence_url=CHANGES[n]["page_url"],
+                         verdict=verdict, quote=quote)
+
+
+def drift_of(n: int, claim: str, quote: str, verdict: str = "grounded"):
+    file = CHANGES[n]["file"]
+    return claim_drift(evidence(n, claim, quote, verdict), page("before", file), page("after", file))
+
+
+@pytest.mark.parametrize("n", [0, 1, 8, 9, 10, 11, 12, 19, 20])
+def test_changed_number_or_date_is_value_changed_with_the_row_before_and_after(n):
+    change = CHANGES[n]
+    d = drift_of(n, CLAIMS[n], change["before"].strip())
+    assert d.status == "value-changed"
+    assert change["before"].strip() in d.old
+    # the counterpart row, also when its key was reworded (#12: dall-e-3 -> dalle-3; #19: Max -> Maximum)
+    assert change["after"].strip() in d.new
+
+
+def test_region_list_replaced_by_a_pointer_is_at_risk():
+    d = drift_of(2, CLAIMS[2], CHANGES[2]["before"])
+    assert d.status == "value-changed" and "East US2" in d.old and "See the [models table]" in d.new
+
+
+@pytest.mark.parametrize("n", [6, 7])
+def test_removed_row_is_quote_gone_not_matched_to_another_models_row(n):
+    d = drift_of(n, CLAIMS[n], CHANGES[n]["before"].strip())
+    assert d.status == "quote-gone"
+    assert d.new is None and CHANGES[n]["before"].strip() in d.old
+
+
+def test_unchanged_facts_on_a_changed_page_keep_quote_intact():
+    models = CHANGES[0]["file"]
+    same_row = claim_drift(
+        ClaimEvidence("docs/x.md", "out", "gpt-4.1 has a max output of 32,768 tokens.", CHANGES[0]["page_url"],
+                      "grounded", "| 32,768 | May 31, 2024 |"),
+        page("before", models), page("after", models))
+    assert same_row.status == "changed-quote-intact"
+    retirements = CHANGES[8]["file"]
+    o1 = claim_drift(
+        ClaimEvidence("docs/x.md", "o1", "o1 2024-12-17 retires no earlier than December 17, 2025.",
+                      CHANGES[8]["page_url"], "grounded", "| `o1` | 2024-12-17 | No earlier than December 17, 2025 |"),
+        page("before", retirements), page("after", retirements))
+    assert o1.status == "changed-quote-intact"  # re-padded table cells are the same quote
+
+
+def test_edit_in_another_column_of_the_row_does_not_change_the_claims_value():
+    old = "# P\n\n| model | context | output |\n|---|---|---|\n| `gpt-x` | 1,000 | 2,000 |\n"
+    new = old.replace("2,000", "3,000")
+    before, after = PageVersion("u", sha256_text(old), old), PageVersion("u", sha256_text(new), new)
+    context = ClaimEvidence("f", "a", "gpt-x has a context of 1,000 tokens.", "https://learn.microsoft.com/p",
+                            "grounded", "`gpt-x` | 1,000")
+    output = ClaimEvidence("f", "b", "gpt-x outputs 2,000 tokens.", "https://learn.microsoft.com/p",
+                           "grounded", "`gpt-x` | 1,000 | 2,000")
+    assert claim_drift(context, before, after).status == "changed-quote-intact"
+    d = claim_drift(output, before, after)
+    assert (d.status, d.old, d.new) == ("value-changed", "| `gpt-x` | 1,000 | 2,000 |", "| `gpt-x` | 1,000 | 3,000 |")
+
+
+def test_unchanged_page_and_gone_page():
+    file = CHANGES[8]["file"]
+    item = evidence(8, CLAIMS[8], CHANGES[8]["before"])
+    assert claim_drift(item, page("before", file), page("before", file)).status == "unchanged"
+    missing = PageVersion(CHANGES[8]["page_url"], None, None)
+    gone = claim_drift(item, page("before", file), missing)
+    assert gone.status == "page-gone" and gone.new_sha256 is None
+    assert claim_drift(item, page("before", file), None).status == "page-gone"  # absent from the later run
+    assert claim_drift(item, missing, missing).status == "unchanged"  # nothing was ever readable
+
+
+def test_source_silent_claim_whose_value_now_appears_is_at_risk():
+    item = ClaimEvidence("docs/x.md", "router", "model-router 2025-05-19 offers a 200,000 token context window.",
+                         CHANGES[4]["page_url"], "source_silent", "")
+    d = claim_drift(item, page("before", CHANGES[4]["file"]), page("after", CHANGES[4]["file"]))
+    assert d.status == "value-changed" and d.old is None and "`model-router` (2025-05-19)" in d.new
+    still_silent = ClaimEvidence("docs/x.md", "z", "zeta-9 offers 7,777 tokens.", CHANGES[4]["page_url"],
+                                 "source_silent", "")
+    assert claim_drift(still_silent, page("before", CHANGES[4]["file"]),
+                       page("after", CHANGES[4]["file"])).status == "changed-quote-intact"
+
+
+def _runs(tmp_path: Path) -> tuple[Run, Run]:
+    models, retirements = CHANGES[0], CHANGES[8]
+    results = [
+        {"file": "docs/models.md", "results": [
+            {"id": "m-1", "judge_verdict": "grounded", "evidence_url": models["page_url"],
+             "evidence_quote": models["before"].strip()},
+            {"id": "m-2", "judge_verdict": "grounded", "evidence_url": models["page_url"],
+             "evidence_quote": "| 32,768 | May 31, 2024 |"}]},
+        {"file": "docs/retire.md", "results": [
+            {"id": "r-1", "judge_verdict": "grounded", "evidence_url": retirements["page_url"],
+             "evidence_quote": "| `o1` | 2024-12-17 | No earlier than December 17, 2025 |"}]},
+    ]
+    runs = []
+    for name, snapshot in (("v3-old", "before"), ("v3-new", "after")):
+        pages = {"docs/models.md": {models["page_url"]: page(snapshot, models["file"]).text},
+                 "docs/retire.md": {retirements["page_url"]: page(snapshot, retirements["file"]).text}}
+        runs.append(Run(write_run(tmp_path / name, results=results, pages=pages)))
+    claims = {"docs/models.md": [
+        {"id": "m-1", "claim": CLAIMS[0], "claim_type": "tpm", "evidence_url": models["page_url"]},
+        {"id": "m-2", "claim": "gpt-4.1 has a max output of 32,768 tokens.", "claim_type": "tpm"}],
+        "docs/retire.md": [{"id": "r-1", "claim": "o1 2024-12-17 retires no earlier than December 17, 2025.",
+                            "claim_type": "status"}]}
+    for file, rows in claims.items():
+        batch = ClaimsBatch.model_validate({"file": file, "claims": rows})
+        model_call = Interaction(method="POST", uri="https://api.anthropic.com/v1/messages", status=200,
+                                 request_body=json.dumps({"model": "m", "system": load_prompt("v3").render(batch),
+                                                          "messages": [{"role": "user", "content": "Judge."}]}),
+                                 response_body="{}")
+        cassette = runs[0].cassette_path(file)
+        save_cassette(cassette, [model_call, *load_cassette(cassette)])
+    return Run(runs[0].path), runs[1]
+
+
+def test_report_names_only_the_claims_at_risk_and_the_files_to_re_record(tmp_path):
+    old, new = _runs(tmp_path)
+    assert old.claims("docs/models.md")[0].claim == CLAIMS[0]  # read back from the rendered prompt
+    from replay._cli.drift import drift_items
+
+    report = drift_report(run="cassettes/v3-old", against="cassettes/v3-new", items=drift_items(old, {}),
+                          old_pages=old.pages, new_pages=new.pages, prompt="v3",
+                          claims_paths={"docs/models.md": "claims/models.json", "docs/retire.md": "claims/retire.json"},
+                          rerecord_run="cassettes/v3-old-20261130")
+    status = {c.id: c.status for c in report.claims}
+    assert status == {"m-1": "value-changed", "m-2": "changed-quote-intact", "r-1": "changed-quote-intact"}
+    assert report.at_risk == [{"file": "docs/models.md", "id": "m-1"}]
+    assert report.rerecord_commands[0] == ("judge-replay judge --prompt v3 --claims claims/models.json "
+                                           "--run cassettes/v3-old-20261130 --mode record")
+    assert {p.state for p in report.pages} == {"changed"} and all(p.old_sha256 != p.new_sha256 for p in report.pages)
+
+
+def test_claim_without_a_cited_page_is_not_at_risk():
+    d = claim_drift(ClaimEvidence("f", "a", "X is 5.", None, "source_silent", ""), None, None)
+    assert d.status == "unchanged" and d.note

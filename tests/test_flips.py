@@ -1,0 +1,280 @@
+"""Flip attribution: why a claim's verdict moved between two runs (prompt, page, path, model, unknown)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from factories import write_json, write_run
+from replay._flips import explain_flips, prompt_changes
+from replay._page_diff import region_diff, side_by_side
+from replay._prompts import load_prompt
+from replay._records import GoldSet
+from replay._runs import Run
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "learn-pages"
+MODELS_URL = "https://learn.microsoft.com/azure/ai-services/openai/concepts/models"
+FILE = "docs/azure-openai-models.md"
+V2, V3 = load_prompt("v2").text, load_prompt("v3").text
+
+
+def learn_page(version: str, name: str) -> str:
+    """A real page body (front matter dropped, as the Learn endpoint serves it), read in place."""
+    path = SHARED / version / name
+    assert path.is_file(), f"{path} is missing: the shared learn-pages corpus is required"
+    text = path.read_text("utf-8")
+    return text.split("\n---\n", 1)[1].lstrip("\n")
+
+
+def change(n: int) -> dict:
+    return json.loads((SHARED / "changes.json").read_text("utf-8"))[n]
+
+
+def result(cid: str, verdict: str, quote: str = "", rule: str = "", url: str = MODELS_URL) -> dict:
+    return {"id": cid, "judge_verdict": verdict, "rule": rule, "evidence_url": url, "evidence_quote": quote,
+            "reason": f"because {verdict}"}
+
+
+def run(folder: Path, prompt: str, text: str, results: list[dict], pages: dict, *, claims: list[dict] | None = None,
+        model: str = "claude-test", file: str = FILE, **kw) -> Run:
+    folder = write_run(folder, prompt=prompt, prompt_text=text, model=model,
+                       results=[{"file": file, "results": results}], pages={file: pages}, **kw)
+    if claims is not None:  # the claims file the manifest names, where the run's paths resolve
+        manifest = json.loads((folder / "run.json").read_text())
+        write_json(folder / manifest["claims"][0]["path"], {"file": file, "claims": claims})
+    return Run(folder)
+
+
+LOWER_BOUND = {"id": "models-003", "claim": "GPT-4.1 offers a 200k+ token context window.", "claim_type": "version",
+               "evidence_url": MODELS_URL}
+MINI = {"id": "models-010", "claim": "gpt-4.1-mini has a 1,047,576 token context window.", "claim_type": "version",
+        "evidence_url": MODELS_URL}
+OUTPUT = {"id": "models-020", "claim": "gpt-4.1 max output is 32,768 tokens.", "claim_type": "version",
+          "evidence_url": MODELS_URL}
+
+
+def test_prompt_change_v2_to_v3_cites_the_new_rule(tmp_path):
+    page = learn_page("after", "azure-openai-models.md")
+    q = "| `gpt-4.1` (2025-04-14)   | - Text & image input"
+    a = run(tmp_path / "v2", "v2", V2, [result("models-003", "grounded", q)], {MODELS_URL: page},
+            claims=[LOWER_BOUND])
+    b = run(tmp_path / "v3", "v3", V3, [result("models-003", "not_grounded", q, rule="R1")], {MODELS_URL: page},
+            claims=[LOWER_BOUND])
+    gold = GoldSet(items=[{"file": FILE, "id": "models-003", "label": "outdated"}])
+    report = explain_flips(a, b, gold)
+    assert report.paired == 1 and len(report.flips) == 1
+    flip = report.flips[0]
+    assert flip.primary_cause == "prompt" and flip.causes == ["prompt"]
+    assert flip.gold == "outdated" and flip.right == "b"
+    ev = flip.evidence["prompt"]
+    assert ev["rule_b"] == {"rule": "R1", "title": "Lower-bound understatement", "in_a": False, "in_b": True}
+    assert sorted(ev["rules_added"]) == [f"R{i}" for i in range(1, 8)] and not ev["rules_removed"]
+    assert "v3 CALIBRATION RULES — read all seven before judging" in ev["sections_added"]
+    assert any(c.get("was") == "⚠️ EXACT-VALUE RULE" for c in ev["sections_changed"])
+    page_ev = flip.evidence["pages"][0]
+    assert page_ev["changed"] is False and page_ev["sha256_a"] == page_ev["sha256_b"]
+    assert page_ev["quote_a_in_b"] is True and page_ev["quote_b_in_a"] is True
+    assert flip.summary.startswith("prompt: B cites R1 (Lower-bound understatement), new in v3")
+    assert flip.summary.endswith("page unchanged")
+    assert report.counts == {"prompt": 1}
+
+
+def test_prompt_sections_and_rules_diff_both_ways():
+    changes = prompt_changes(V3, V2)
+    assert sorted(changes["rules_removed"]) == [f"R{i}" for i in range(1, 8)] and not changes["rules_added"]
+    assert prompt_changes(V2, V2)["sections_changed"] == []
+
+
+def test_page_change_in_a_real_table_row_shows_old_and_new_value(tmp_path):
+    c = change(1)  # gpt-4.1-mini context window gains 128,000 (provisioned managed deployments)
+    before, after = learn_page("before", c["file"]), learn_page("after", c["file"])
+    assert c["before"] in before and c["after"] in after
+    a = run(tmp_path / "a", "v3", V3, [result("models-010", "grounded", c["before"].strip())], {MODELS_URL: before},
+            claims=[MINI])
+    b = run(tmp_path / "b", "v3", V3, [result("models-010", "not_grounded", c["after"].strip())],
+            {MODELS_URL: after}, claims=[MINI])
+    flip = explain_flips(a, b).flips[0]
+    assert flip.primary_cause == "page" and flip.causes == ["page"]
+    page = flip.evidence["pages"][0]
+    assert page["changed"] is True and page["near_claim"] is True
+    assert page["quote_a_in_b"] is False and page["quote_b_in_a"] is False
+    minus = [l for l in page["diff"].splitlines() if l.startswith("-|")]
+    plus = [l for l in page["diff"].splitlines() if l.startswith("+|")]
+    assert "-" + c["before"] in minus and "+" + c["after"] in plus
+    assert "model-router" not in page["diff"]  # the section added further down is not this claim's change
+    assert "128,000" in flip.summary and "1,047,576" in flip.summary and "in models" in flip.summary
+    assert flip.summary.startswith("page: 'gpt-4.1-mini … ") and flip.summary.endswith("prompt unchanged")
+    assert f"sha {page['sha256_a'][:4]}→{page['sha256_b'][:4]}" in flip.summary
+
+
+def test_claim_held_while_its_page_changed_elsewhere_is_counted_not_flipped(tmp_path):
+    before, after = learn_page("before", "azure-openai-models.md"), learn_page("after", "azure-openai-models.md")
+    q = "| 32,768 |"
+    a = run(tmp_path / "a", "v3", V3, [result("models-020", "grounded", q)], {MODELS_URL: before}, claims=[OUTPUT])
+    b = run(tmp_path / "b", "v3", V3, [result("models-020", "grounded", q)], {MODELS_URL: after}, claims=[OUTPUT])
+    report = explain_flips(a, b)
+    assert report.flips == [] and report.paired == 1
+    [held] = report.held_despite_page_change
+    assert held["id"] == "models-020" and held["verdict"] == "grounded"
+    assert held["sha256_a"] != held["sha256_b"]
+
+
+def test_region_diff_says_elsewhere_when_no_hunk_touches_the_claim():
+    old = "# T\n\n| a | 1 |\n| b | 2 |\n\nintro\n\n## Other\n\nx is 9\n"
+    new = old.replace("x is 9", "x is 10")
+    diff = region_diff(old, new, values=["1"], quotes=["| a | 1 |"])
+    assert diff.changed and not diff.near_claim and diff.note == "page changed elsewhere" and diff.unified == ""
+    touched = region_diff(old, new.replace("| a | 1 |", "| a | 3 |"), values=["1"], quotes=[])
+    assert touched.near_claim and "-| a | 1 |" in touched.unified and "+| a | 3 |" in touched.unified
+    assert "x is" not in touched.unified
+    rows = side_by_side(touched.unified)
+    assert [(r.kind, r.old_no, r.new_no) for r in rows if r.kind == "change"] == [("change", 3, 3)]
+
+
+def test_prompt_and_page_both_changed(tmp_path):
+    c = change(1)
+    before, after = learn_page("before", c["file"]), learn_page("after", c["file"])
+    a = run(tmp_path / "a", "v2", V2, [result("models-010", "grounded")], {MODELS_URL: before}, claims=[MINI])
+    b = run(tmp_path / "b", "v3", V3, [result("models-010", "not_grounded")], {MODELS_URL: after}, claims=[MINI])
+    flip = explain_flips(a, b, discover=False).flips[0]
+    assert flip.primary_cause == "prompt+page" and flip.causes == ["prompt", "page"]
+    assert flip.summary.startswith("prompt+page: v2 → v3 (adds R1, R2, R3, R4, R5, R6, R7;")
+    assert "128,000" in flip.summary
+
+
+def test_evidence_path_same_prompt_same_pages_different_reads(tmp_path):
+    other = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
+    claim = {"id": "q-1", "claim": "gpt-4.1 Global Standard quota is 5 million TPM.", "claim_type": "tpm",
+             "evidence_url": None}
+    pages = {MODELS_URL: "# Models\n\n| gpt-4.1 | 1 M TPM |\n", other: "# Quotas\n\n| gpt-4.1 | 5 million TPM |\n"}
+    search = {"query": claim["claim"], "results": [{"title": "Quotas", "content": "…", "contentUrl": other},
+                                                  {"title": "Models", "content": "…", "contentUrl": MODELS_URL}]}
+    a = run(tmp_path / "a", "v3", V3, [result("q-1", "not_grounded", "| gpt-4.1 | 1 M TPM |", url=MODELS_URL)],
+            pages, claims=[claim])
+    b = run(tmp_path / "b", "v3", V3, [result("q-1", "grounded", "| gpt-4.1 | 5 million TPM |", url=other)],
+            {other: pages[other]}, claims=[claim])
+    add_search(a, FILE, claim["claim"], search)
+    add_search(b, FILE, claim["claim"], search)
+    flip = explain_flips(Run(a.path), Run(b.path)).flips[0]
+    assert flip.primary_cause == "evidence_path" and flip.causes == ["evidence_path"]
+    path = flip.evidence["path"]
+    assert path["a"]["read"] == [MODELS_URL, other] and path["b"]["read"] == [other]
+    assert path["a"]["searched"] == [claim["claim"]]
+    assert flip.summary == ("evidence_path: A read models + quotas-limits, B read quotas-limits; "
+                            "same prompt and page versions")
+
+
+def add_search(r: Run, file: str, query: str, reply: dict) -> None:
+    """Prepend a search exchange to a run's cassette (as the judge's first Learn call)."""
+    from replay._cassette import Interaction, load_cassette, save_cassette
+    from replay._mcp import SEARCH_TOOL, sse_message
+
+    path = r.cassette_path(file)
+    body = {"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+            "params": {"name": SEARCH_TOOL, "arguments": {"query": query}}}
+    msg = {"result": {"content": [{"type": "text", "text": json.dumps(reply)}]}, "jsonrpc": "2.0", "id": 99}
+    it = Interaction(method="POST", uri="https://learn.microsoft.com/api/mcp", request_body=json.dumps(body),
+                     status=200, response_body=sse_message(msg),
+                     response_headers={"content-type": ["text/event-stream"]})
+    save_cassette(path, [it, *load_cassette(path)])
+
+
+def test_model_when_prompt_pages_and_path_are_the_same(tmp_path):
+    page = learn_page("after", "azure-openai-models.md")
+    a = run(tmp_path / "a", "v3", V3, [result("models-003", "grounded")], {MODELS_URL: page}, claims=[LOWER_BOUND],
+            model="claude-sonnet-4-5")
+    b = run(tmp_path / "b", "v3", V3, [result("models-003", "not_grounded")], {MODELS_URL: page},
+            claims=[LOWER_BOUND], model="claude-sonnet-4-6")
+    flip = explain_flips(a, b, discover=False).flips[0]
+    assert flip.primary_cause == "model" and flip.causes == ["model"]
+    assert flip.evidence["model"]["a"]["model"] == "claude-sonnet-4-5"
+    assert "claude-sonnet-4-5 → claude-sonnet-4-6" in flip.summary
+    # A and B are themselves two repeats of the same prompt on the same page
+    assert flip.evidence["repeats"]["a_and_b"]["n"] == 2
+
+
+def test_unknown_when_no_learn_traffic_was_recorded(tmp_path):
+    page = learn_page("after", "azure-openai-models.md")
+    a = run(tmp_path / "a", "v2", V2, [result("models-003", "grounded")], {MODELS_URL: page}, claims=[LOWER_BOUND])
+    b = run(tmp_path / "b", "v3", V3, [result("models-003", "not_grounded", rule="R1")], {}, claims=[LOWER_BOUND])
+    b.cassette_path(FILE).unlink()
+    flip = explain_flips(Run(a.path), Run(b.path)).flips[0]
+    assert flip.primary_cause == "unknown" and "prompt" in flip.causes
+    assert "no Learn traffic recorded for this claim in B" in flip.summary
+
+
+def test_unpaired_claims_are_listed(tmp_path):
+    a = run(tmp_path / "a", "v3", V3, [result("x-1", "grounded"), result("x-2", "grounded")], {})
+    b = run(tmp_path / "b", "v3", V3, [result("x-1", "grounded"), result("x-3", "grounded")], {})
+    report = explain_flips(a, b)
+    assert report.paired == 1 and report.flips == []
+    assert report.unpaired == [{"file": FILE, "id": "x-2", "only_in": "a"}, {"file": FILE, "id": "x-3", "only_in": "b"}]
+
+
+def test_crossed_run_confirms_the_page_moved_it(tmp_path):
+    c = change(1)
+    before, after = learn_page("before", c["file"]), learn_page("after", c["file"])
+    a = run(tmp_path / "runs" / "a", "v2", V2, [result("models-010", "grounded")], {MODELS_URL: before}, claims=[MINI])
+    b = run(tmp_path / "runs" / "b", "v3", V3, [result("models-010", "not_grounded")], {MODELS_URL: after},
+            claims=[MINI])
+    report = explain_flips(a, b)
+    assert report.flips[0].primary_cause == "prompt+page" and "confirmations" not in report.flips[0].evidence
+    # --confirm: the exact commands that would record the two missing combinations
+    assert report.confirm_commands[0] == (
+        f"judge-replay judge --prompt v2 --claims claims/docs_azure-openai-models.md.yaml.json "
+        f"--run {tmp_path}/runs/a-prompt-b-pages --mode record --pages-from {tmp_path}/runs/b")
+    assert "--prompt v3" in report.confirm_commands[1] and f"--pages-from {tmp_path}/runs/a" in report.confirm_commands[1]
+
+    # A's prompt with B's pages gives B's verdict: the page moved it (found as a sibling folder)
+    x = run(tmp_path / "runs" / "a-prompt-b-pages", "v2", V2, [result("models-010", "not_grounded")],
+            {MODELS_URL: after}, claims=[MINI])
+    manifest = json.loads((x.path / "run.json").read_text())
+    manifest["pages_from"] = str(b.path)
+    write_json(x.path / "run.json", manifest)
+    flip = explain_flips(a, b).flips[0]
+    assert flip.evidence["confirmed_by"] == "a-prompt-b-pages" and flip.evidence["confirmed_cause"] == "page"
+    assert flip.evidence["confirmations"][0]["combination"] == "A's prompt with B's pages"
+    assert "confirmed by a-prompt-b-pages: A's prompt with B's pages gives not_grounded → the page moved it" in flip.summary
+    assert explain_flips(a, b).confirm_commands == []
+    # not discovered when asked not to; passed explicitly instead
+    assert "confirmed_by" not in explain_flips(a, b, discover=False).flips[0].evidence
+    assert explain_flips(a, b, None, [Run(x.path)], discover=False).flips[0].evidence["confirmed_by"] == "a-prompt-b-pages"
+
+
+def test_crossed_run_with_a_verdict_points_to_the_prompt(tmp_path):
+    c = change(1)
+    before, after = learn_page("before", c["file"]), learn_page("after", c["file"])
+    a = run(tmp_path / "a", "v2", V2, [result("models-010", "grounded")], {MODELS_URL: before}, claims=[MINI])
+    b = run(tmp_path / "b", "v3", V3, [result("models-010", "not_grounded")], {MODELS_URL: after}, claims=[MINI])
+    x = run(tmp_path / "x", "v2", V2, [result("models-010", "grounded")], {MODELS_URL: after}, claims=[MINI])
+    flip = explain_flips(a, b, None, [x], discover=False).flips[0]
+    assert flip.evidence["confirmed_cause"] == "prompt" and flip.evidence["confirmations"][0]["points_to"] == "prompt"
+
+
+def test_repeats_within_noise_are_labelled_model(tmp_path):
+    page = learn_page("after", "azure-openai-models.md")
+    a = run(tmp_path / "r" / "v2", "v2", V2, [result("models-003", "grounded")], {MODELS_URL: page},
+            claims=[LOWER_BOUND])
+    b = run(tmp_path / "r" / "v3", "v3", V3, [result("models-003", "not_grounded", rule="R1")], {MODELS_URL: page},
+            claims=[LOWER_BOUND])
+    # two more v2 runs on the same page: one already says not_grounded
+    run(tmp_path / "r" / "v2-again", "v2", V2, [result("models-003", "not_grounded")], {MODELS_URL: page},
+        claims=[LOWER_BOUND])
+    run(tmp_path / "r" / "v2-third", "v2", V2, [result("models-003", "grounded")], {MODELS_URL: page},
+        claims=[LOWER_BOUND])
+    flip = explain_flips(a, b).flips[0]
+    rep = flip.evidence["repeats"]["a"]
+    assert rep["n"] == 3 and rep["verdicts"] == {"grounded": 2, "not_grounded": 1}
+    assert rep["flip_rate"] == pytest.approx(0.333)
+    assert flip.primary_cause == "model" and flip.causes == ["prompt", "model"]
+    assert flip.summary.startswith("model: within noise: 3 runs with the same prompt and pages gave grounded 2, "
+                                   "not_grounded 1 (flip rate 0.33)")
+
+
+def test_bad_run_folder_is_an_input_error(tmp_path):
+    from replay._errors import InputError
+
+    with pytest.raises(InputError, match="no such run folder"):
+        Run(tmp_path / "nope")

@@ -1,0 +1,101 @@
+"""The adoption gate, the exact McNemar test and the paired bootstrap."""
+
+import pytest
+
+from replay._gate import adoption_gate, bootstrap_delta_cis, gate_rule, mcnemar_exact_p, paired_outcomes
+from replay._grading import grade_results
+from replay._records import GoldSet, ResultsFile, Scores
+
+
+def scores(p, r):
+    return Scores(precision=p, recall=r, f1=None, accuracy=None, tp=0, fp=0, fn=0, tn=0)
+
+
+@pytest.mark.parametrize("base, cand, adopt, words", [
+    ((0.8, 0.7), (0.9, 0.85), True, "adopt: P 0.80→0.90, R 0.70→0.85"),          # beats on both
+    ((0.8, 0.7), (0.8, 0.85), True, "adopt: P 0.80→0.80, R 0.70→0.85"),          # holds P, lifts R
+    ((0.8, 0.7), (0.9, 0.7), True, "adopt: P 0.80→0.90, R 0.70→0.70"),           # lifts P, holds R
+    ((0.8, 0.7), (0.9, 0.6), False, "a trade-off"),                               # trade-off
+    ((0.8, 0.7), (0.7, 0.9), False, "a trade-off"),
+    ((0.8, 0.7), (0.8, 0.7), False, "P and R are equal, nothing gained"),         # equal
+    ((0.8, 0.7), (0.7, 0.6), False, "the candidate is worse"),
+    ((0.8, 0.7), (None, 0.9), False, "candidate precision is undefined"),         # None
+    ((0.8, None), (0.9, 0.9), False, "baseline recall is undefined"),
+])
+def test_gate_rule(base, cand, adopt, words):
+    decided, reason = gate_rule(scores(*base), scores(*cand))
+    assert decided is adopt
+    assert words in reason and reason.startswith("adopt:" if adopt else "do not adopt:")
+
+
+@pytest.mark.parametrize("b, c, p", [
+    (0, 4, 0.125),                 # 2 * (1/16)
+    (4, 0, 0.125),
+    (1, 9, 0.021484375),           # 2 * (1 + 10) / 1024
+    (2, 10, 0.03857421875),        # 2 * (1 + 12 + 66) / 4096
+    (0, 10, 0.001953125),          # 2 / 1024
+    (3, 3, 1.0),                   # capped at 1
+    (2, 3, 1.0),                   # 2 * (1 + 5 + 10) / 32 = 1
+    (0, 0, 1.0),                   # no discordant pair: no evidence either way
+])
+def test_mcnemar_exact_against_binomial(b, c, p):
+    assert mcnemar_exact_p(b, c) == p
+
+
+def _results(verdicts):
+    return ResultsFile.model_validate({"files": [{"file": "a.md", "results": [
+        {"id": str(i), "judge_verdict": v} for i, v in enumerate(verdicts) if v is not None]}]})
+
+
+def _gold(labels):
+    return GoldSet.model_validate({"items": [{"file": "a.md", "id": str(i), "label": label}
+                                      for i, label in enumerate(labels)]})
+
+
+LABELS = ["outdated"] * 10 + ["correct"] * 10
+BASE = ["not_grounded"] * 5 + ["grounded"] * 5 + ["grounded"] * 8 + ["not_grounded"] * 2
+CAND = ["not_grounded"] * 9 + ["grounded"] * 1 + ["grounded"] * 9 + ["not_grounded"] * 1
+
+
+def test_bootstrap_is_deterministic_and_paired():
+    outcomes = paired_outcomes(_results(BASE), _results(CAND), _gold(LABELS))
+    first = bootstrap_delta_cis(outcomes)
+    assert first == bootstrap_delta_cis(outcomes)
+    assert bootstrap_delta_cis(outcomes, seed=1) != first
+    (p_lo, p_hi), (r_lo, r_hi) = first
+    assert p_lo <= 0.9 - 5 / 7 <= p_hi and r_lo <= 0.4 <= r_hi
+    same = paired_outcomes(_results(BASE), _results(BASE), _gold(LABELS))
+    assert bootstrap_delta_cis(same) == ((0.0, 0.0), (0.0, 0.0))
+
+
+def test_adoption_gate_reports_noise_plainly():
+    gold, base, cand = _gold(LABELS), _results(BASE), _results(CAND)
+    decision = adoption_gate(base, cand, gold, baseline_scores=grade_results(base, gold),
+                             candidate_scores=grade_results(cand, gold))
+    # baseline P 5/7, R 5/10; candidate P 9/10, R 9/10.
+    # only the candidate right: 4 outdated + 1 correct = 5; only the baseline: 0
+    assert decision.adopt and (decision.only_candidate_right, decision.only_baseline_right) == (5, 0)
+    assert decision.mcnemar_p == 0.0625 and decision.within_noise is True
+    assert decision.reason.startswith("adopt: P 0.71→0.90, R 0.50→0.90; but only 5 discordant claims")
+    assert "McNemar p=0.0625" in decision.reason and decision.reason.endswith("within noise on a gold set of 20")
+    assert decision.delta_recall == 0.4 and decision.paired == 20 and decision.bootstrap_resamples == 2000
+
+
+def test_adoption_gate_beyond_noise_holding_precision():
+    gold = _gold(["outdated"] * 30 + ["correct"] * 30)
+    base = _results(["not_grounded"] + ["grounded"] * 59)                               # P 1/1, R 1/30
+    cand = _results(["not_grounded"] * 28 + ["grounded"] * 32)                          # P 28/28, R 28/30
+    decision = adoption_gate(base, cand, gold, baseline_scores=grade_results(base, gold),
+                             candidate_scores=grade_results(cand, gold))
+    # 27 discordant claims, all the candidate's: p = 2 / 2**27; P is held at 1.0, so only ΔR's CI counts
+    assert decision.adopt and decision.within_noise is False and decision.mcnemar_p == 2 / 2**27
+    assert decision.delta_precision == 0 and decision.delta_recall_ci[0] > 0
+    assert decision.reason.startswith("adopt: P 1.00→1.00, R 0.03→0.93; 27 discordant claims")
+    assert decision.reason.endswith("beyond noise on a gold set of 60")
+
+
+def test_missing_results_count_as_wrong_in_the_pairing():
+    gold = _gold(["outdated", "correct"])
+    outcomes = paired_outcomes(_results(["not_grounded", None]), _results([None, "grounded"]), gold)
+    assert [(o.baseline, o.candidate, o.baseline_correct, o.candidate_correct) for o in outcomes] == [
+        ("TP", "FN", True, False), ("TN", "TN", False, True)]

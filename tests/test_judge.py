@@ -1,0 +1,274 @@
+"""One judge conversation: the tool loop, the answer parsing, quote verification, per-file failures."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+
+from replay._errors import CassetteMiss
+from replay._judge import NO_VERDICT, extract_json_object, judge_file, verdicts_from_answer
+from replay._learn import LearnClient
+from replay._mcp import FETCH_TOOL, SEARCH_TOOL
+from replay._prompts import load_prompt
+from replay._records import ClaimsBatch
+from replay._sim import start_learn, start_model
+
+MODELS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
+QUOTAS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
+MODELS_PAGE = """# Azure OpenAI models
+
+| Model | Context window | Max output |
+|---|---|---|
+| gpt-4.1 | 1,047,576 | 32,768 |
+| gpt-4o | 128,000 | 16,384 |
+"""
+QUOTAS_PAGE = "# Quotas and limits\n\nThe default quota for gpt-4o global standard deployments is 450,000 tokens per minute.\n"
+
+BATCH = ClaimsBatch.model_validate({"file": "docs/models.md", "claims": [
+    {"id": "m-1", "claim": "GPT-4.1 offers a 200k+ token context window.", "claim_type": "version",
+     "evidence_url": "https://learn.microsoft.com/en-us/azure/ai-foundry/openai/concepts/models/"},
+    {"id": "m-2", "claim": "gpt-4o has a context window of 64,000 tokens.", "claim_type": "version",
+     "evidence_url": MODELS_URL},
+    {"id": "m-3", "claim": "The default quota for gpt-4o global standard is 450,000 tokens per minute.",
+     "claim_type": "tpm"},
+]})
+
+
+@pytest.fixture(scope="module")
+def learn_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    pages = tmp_path_factory.mktemp("pages")
+    (pages / "models.md").write_text(f"---\nurl: {MODELS_URL}\ntitle: Models\n---\n{MODELS_PAGE}", "utf-8")
+    (pages / "quotas.md").write_text(f"---\nurl: {QUOTAS_URL}\ntitle: Quotas\n---\n{QUOTAS_PAGE}", "utf-8")
+    with start_learn(pages) as server:
+        yield server.url
+
+
+@pytest.fixture(scope="module")
+def model_url() -> Iterator[str]:
+    with start_model() as server:
+        yield server.url
+
+
+# --------------------------------------------------------------------------- with both stand-ins
+
+
+def test_stand_in_policy_verdicts_with_checked_quotes(learn_url: str, model_url: str) -> None:
+    stand_ins: set[str] = set()
+    client = anthropic.Anthropic(api_key="any", base_url=model_url, max_retries=0)
+    with LearnClient(learn_url) as learn:
+        v1 = judge_file(BATCH, load_prompt("v1"), anthropic_client=client, learn=learn, model="claude-test",
+                        stand_ins=stand_ins)
+        v3 = judge_file(BATCH, load_prompt("v3"), anthropic_client=client, learn=learn, model="claude-test")
+    # v1 has no exact-value rule (the stand-in accepts a page "about" the claim) nor R1
+    assert [(r.id, r.judge_verdict, r.rule) for r in v1.results] == [
+        ("m-1", "grounded", ""), ("m-2", "grounded", ""), ("m-3", "grounded", "")]
+    # v3: a 200k+ bound against 1,047,576 grossly understates (R1); 64,000 is not on the page
+    assert [(r.id, r.judge_verdict, r.rule) for r in v3.results] == [
+        ("m-1", "not_grounded", "R1"), ("m-2", "not_grounded", ""), ("m-3", "grounded", "")]
+    assert all(r.quote_verified is True for r in v3.results)
+    assert all(r.quote_verified is True and r.error is None for r in v1.results)
+    assert v1.results[2].evidence_quote.startswith("The default quota")
+    # one fetch per distinct (normalised) evidence URL, a search for the claim without one, then its top hit
+    assert [(c.tool, c.url or c.arguments["query"]) for c in v1.tool_calls or []] == [
+        (FETCH_TOOL, BATCH.claims[0].evidence_url), (SEARCH_TOOL, BATCH.claims[2].claim), (FETCH_TOOL, QUOTAS_URL)]
+    fetched = [c for c in v1.tool_calls or [] if c.tool == FETCH_TOOL]
+    assert all(c.page_sha256 and len(c.page_sha256) == 64 for c in fetched)
+    search = next(c for c in v1.tool_calls or [] if c.tool == SEARCH_TOOL)
+    assert search.result_urls[0] == QUOTAS_URL
+    assert v1.turns == 3 and v1.usage and v1.usage.input_tokens > 0 and v1.usage.output_tokens > 0
+    assert stand_ins == {"model", "learn"}
+
+
+# --------------------------------------------------------------------------- a scripted Messages API
+
+
+class ScriptedModel(ThreadingHTTPServer):
+    """A real Messages API endpoint on 127.0.0.1 answering with scripted replies, keeping each request."""
+
+    def __init__(self, replies: list[tuple[int, dict[str, Any]]]) -> None:
+        self.replies = list(replies)
+        self.requests: list[dict[str, Any]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                server.requests.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+                status, body = server.replies.pop(0) if server.replies else (500, _api_error("script exhausted"))
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("request-id", f"req_{len(server.requests)}")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+
+
+def _message(content: list[dict[str, Any]], stop: str) -> dict[str, Any]:
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "content": content,
+            "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 10}}
+
+
+def tool_turn(*calls: tuple[str, dict[str, Any]]) -> tuple[int, dict[str, Any]]:
+    blocks = [{"type": "text", "text": "Let me check."}]
+    blocks += [{"type": "tool_use", "id": f"toolu_{i}", "name": n, "input": a} for i, (n, a) in enumerate(calls)]
+    return 200, _message(blocks, "tool_use")
+
+
+def answer(text: str) -> tuple[int, dict[str, Any]]:
+    return 200, _message([{"type": "text", "text": text}], "end_turn")
+
+
+def _api_error(message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": "invalid_request_error", "message": message}, "request_id": "req_x"}
+
+
+@pytest.fixture
+def scripted() -> Iterator[Any]:
+    servers: list[ScriptedModel] = []
+
+    def start(*replies: tuple[int, dict[str, Any]]) -> ScriptedModel:
+        servers.append(ScriptedModel(list(replies)))
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.shutdown()
+        s.server_close()
+
+
+def run(model: ScriptedModel, learn_url: str, **kwargs: Any) -> Any:
+    client = anthropic.Anthropic(api_key="any", base_url=model.url, max_retries=0)
+    with LearnClient(learn_url) as learn:
+        return judge_file(BATCH, load_prompt("v3"), anthropic_client=client, learn=learn, model="claude-test", **kwargs)
+
+
+def verdict(cid: str, v: str, url: str = MODELS_URL, quote: str = "", **extra: Any) -> dict[str, Any]:
+    return {"id": cid, "judge_verdict": v, "rule": "", "evidence_url": url, "evidence_quote": quote,
+            "reason": "r", **extra}
+
+
+def test_requests_follow_the_tool_loop_contract(scripted: Any, learn_url: str) -> None:
+    final = {"file": BATCH.file, "results": [verdict("m-1", "grounded", quote="| gpt-4.1 | 1,047,576 | 32,768 |"),
+                                             verdict("m-2", "source_silent"), verdict("m-3", "source_silent")]}
+    model = scripted(tool_turn((FETCH_TOOL, {"url": MODELS_URL}), (FETCH_TOOL, {"url": MODELS_URL + "/missing"}),
+                               ("bogus_tool", {})),
+                     answer(json.dumps(final)))
+    result = run(model, learn_url)
+    first, second = model.requests
+    assert first["messages"] == [{"role": "user", "content": load_prompt("v3").render(BATCH)}]
+    assert "system" not in first and "temperature" not in first
+    assert [t["name"] for t in first["tools"]] == [SEARCH_TOOL, FETCH_TOOL]
+    assert second["messages"][1] == {"role": "assistant", "content": tool_turn(
+        (FETCH_TOOL, {"url": MODELS_URL}), (FETCH_TOOL, {"url": MODELS_URL + "/missing"}), ("bogus_tool", {}))[1]["content"]}
+    replies = second["messages"][2]
+    assert replies["role"] == "user" and [b["tool_use_id"] for b in replies["content"]] == ["toolu_0", "toolu_1", "toolu_2"]
+    assert replies["content"][0]["content"].strip() == MODELS_PAGE.strip() and "is_error" not in replies["content"][0]
+    assert "could not be retrieved" in replies["content"][1]["content"]
+    assert replies["content"][2]["is_error"] is True and "no tool named 'bogus_tool'" in replies["content"][2]["content"]
+    assert result.turns == 2 and result.usage.input_tokens == 200 and result.usage.output_tokens == 20
+    assert [c.page_sha256 is None for c in result.tool_calls] == [False, True]
+    assert result.results[0].quote_verified is True and result.results[1].quote_verified is None
+
+
+def test_answer_in_a_fence_with_prose_and_bad_items(scripted: Any, learn_url: str) -> None:
+    final = {"file": BATCH.file, "results": [
+        verdict("m-1", "grounded", quote="| gpt-4o | 128,000 | 16,384 |"),
+        verdict("m-2", "maybe", quote="nothing like this is on the page"),
+        verdict("zz-9", "grounded"),
+        verdict("m-1", "not_grounded")]}
+    model = scripted(tool_turn((FETCH_TOOL, {"url": MODELS_URL})),
+                     answer("Here are my verdicts:\n```json\n" + json.dumps(final) + "\n```\nDone."))
+    result = run(model, learn_url)
+    m1, m2, m3 = result.results
+    assert (m1.judge_verdict, m1.quote_verified, m1.error) == ("grounded", True, None)
+    assert m2.judge_verdict is None and m2.error == "invalid verdict 'maybe'" and m2.quote_verified is False
+    assert m3.judge_verdict is None and m3.error == NO_VERDICT
+    assert result.error is None
+    assert result.warnings == ["ignored a verdict for unknown claim id 'zz-9'", "ignored a second verdict for claim 'm-1'"]
+
+
+def test_quote_from_a_page_not_fetched_is_not_verified(scripted: Any, learn_url: str) -> None:
+    final = {"results": [verdict("m-1", "grounded", url=QUOTAS_URL, quote="| gpt-4.1 | 1,047,576 | 32,768 |")]}
+    model = scripted(tool_turn((FETCH_TOOL, {"url": MODELS_URL})), answer("prose first " + json.dumps(final)))
+    result = run(model, learn_url)
+    assert result.results[0].judge_verdict == "grounded" and result.results[0].quote_verified is False
+
+
+def test_unparseable_answer_gives_every_claim_an_error(scripted: Any, learn_url: str) -> None:
+    result = run(scripted(answer("I could not decide, sorry.")), learn_url)
+    assert [r.judge_verdict for r in result.results] == [None, None, None]
+    assert all(r.error and r.error.startswith("the judge's answer is not JSON") for r in result.results)
+
+
+def test_max_turns_stops_the_loop(scripted: Any, learn_url: str) -> None:
+    model = scripted(*[tool_turn((SEARCH_TOOL, {"query": "gpt-4o quota"}))] * 3)
+    result = run(model, learn_url, max_turns=2)
+    assert len(model.requests) == 2 and result.turns == 2
+    assert result.error == "the judge did not give its answer within 2 model turns"
+    assert all(r.error == result.error and r.judge_verdict is None for r in result.results)
+    assert [c.tool for c in result.tool_calls] == [SEARCH_TOOL, SEARCH_TOOL]
+
+
+def test_api_error_becomes_a_file_error(scripted: Any, learn_url: str) -> None:
+    result = run(scripted((400, _api_error("temperature is not supported"))), learn_url)
+    assert result.error and "HTTP 400" in result.error and "temperature is not supported" in result.error
+    assert len(result.results) == 3 and all(r.error == result.error for r in result.results)
+
+
+def test_unreachable_learn_becomes_a_file_error(scripted: Any) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}/api/mcp"
+    result = run(scripted(tool_turn((FETCH_TOOL, {"url": MODELS_URL}))), closed)
+    assert result.error and result.error.startswith(f"cannot reach the Learn MCP endpoint at {closed}")
+    assert result.turns == 1 and all(r.error == result.error for r in result.results)
+
+
+def test_replay_error_inside_the_sdk_propagates(learn_url: str) -> None:
+    miss = CassetteMiss(claims_file=BATCH.file, request="model turn 1", closest=None, rerecord="judge-replay judge ...")
+
+    def transport(request: httpx2.Request) -> httpx2.Response:
+        raise miss
+
+    client = anthropic.Anthropic(api_key="any", max_retries=0,
+                                 http_client=httpx2.Client(transport=httpx2.MockTransport(transport)))
+    with LearnClient(learn_url) as learn, pytest.raises(CassetteMiss) as caught:
+        judge_file(BATCH, load_prompt("v1"), anthropic_client=client, learn=learn, model="claude-test")
+    assert caught.value is miss
+
+
+# --------------------------------------------------------------------------- answer parsing (pure)
+
+
+@pytest.mark.parametrize("text", [
+    '{"results": [{"id": "a"}]}',
+    '```json\n{"results": [{"id": "a"}]}\n```',
+    'Sure! Here it is:\n{"results": [{"id": "a"}]}\nHope that helps {not json}',
+    'I considered {braces} first.\n```\n{"results": [{"id": "a"}]}\n```',
+])
+def test_extract_json_object_tolerates_fences_and_prose(text: str) -> None:
+    assert extract_json_object(text) == {"results": [{"id": "a"}]}
+
+
+def test_verdicts_from_answer_never_raises() -> None:
+    for text in ["", "null", "[1, 2]", '{"results": "none"}', '{"results": [null, {"id": {}}]}']:
+        results, _ = verdicts_from_answer(text, BATCH)
+        assert [r.id for r in results] == ["m-1", "m-2", "m-3"] and all(r.error for r in results)
+    results, _ = verdicts_from_answer('[{"id": "m-2", "judge_verdict": "grounded", "rule": null, "reason": 5}]', BATCH)
+    assert (results[1].judge_verdict, results[1].rule, results[1].reason) == ("grounded", "", "5")

@@ -1,0 +1,189 @@
+"""A whole judge run against the stand-ins: inputs first, record, replay offline, the run folder."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from factories import write_json
+from replay._errors import CassetteMiss, InputError, LearnError, UsageError
+from replay._io import load_results
+from replay._runner import NO_KEY, replay_run, run_judge
+from replay._runs import Run, cassette_name
+from replay._sim import start_learn, start_model
+
+MODELS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
+QUOTAS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
+PAGES = {
+    "models.md": (MODELS_URL, "# Azure OpenAI models\n\n| Model | Context window |\n|---|---|\n| gpt-4.1 | 1,047,576 |\n"
+                              "| gpt-4o | 128,000 |\n"),
+    "quotas.md": (QUOTAS_URL, "# Quotas and limits\n\nThe default quota for gpt-4o is 450,000 tokens per minute.\n"),
+}
+CLAIMS = {
+    "a-models.json": {"file": "docs/models.md", "claims": [
+        {"id": "m-1", "claim": "GPT-4.1 offers a 200k+ token context window.", "claim_type": "version",
+         "evidence_url": MODELS_URL},
+        {"id": "m-2", "claim": "gpt-4o has a 128,000 token context window.", "claim_type": "version",
+         "evidence_url": MODELS_URL}]},
+    "b-quotas.json": {"file": "docs/quotas.md", "claims": [
+        {"id": "q-1", "claim": "The default quota for gpt-4o is 450,000 tokens per minute.", "claim_type": "tpm"}]},
+    "c-missing.json": {"file": "docs/retired.md", "claims": [
+        {"id": "r-1", "claim": "Model foo-1 retires in 2030.", "claim_type": "status",
+         "evidence_url": "https://learn.microsoft.com/azure/no-such-page"}]},
+}
+EXPECTED_V3 = {  # the stand-in policy, prompt v3
+    ("docs/models.md", "m-1"): ("not_grounded", "R1", True),
+    ("docs/models.md", "m-2"): ("grounded", "", True),
+    ("docs/quotas.md", "q-1"): ("grounded", "", True),
+    ("docs/retired.md", "r-1"): ("source_silent", "", None),
+}
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project folder as cwd, with pages and a claims folder of three files."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    for name, (url, body) in PAGES.items():
+        (tmp_path / "pages").mkdir(exist_ok=True)
+        (tmp_path / "pages" / name).write_text(f"---\nurl: {url}\n---\n{body}", "utf-8")
+    for name, data in CLAIMS.items():
+        write_json(tmp_path / "claims" / name, data)
+    return tmp_path
+
+
+@pytest.fixture
+def stand_ins(workdir: Path) -> Iterator[tuple[Any, Any]]:
+    with start_learn(workdir / "pages") as learn, start_model() as model:
+        yield learn, model
+
+
+def closed_port_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/api/mcp"
+
+
+def verdicts(results: Any) -> dict[tuple[str, str], tuple[Any, str, Any]]:
+    return {(f.file, r.id): (r.judge_verdict, r.rule, r.quote_verified) for f in results.files for r in f.results}
+
+
+def record(stand_ins: tuple[Any, Any], run_dir: str = "runs/r1", **kwargs: Any) -> Any:
+    learn, model = stand_ins
+    options = dict(model="claude-test", learn_url=learn.url, anthropic_base_url=model.url, concurrency=2,
+                   progress=False)
+    options.update(kwargs)
+    return run_judge("v3", ["claims"], run_dir, "record", **options)
+
+
+def test_record_writes_the_run_folder(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    results = record(stand_ins)
+    assert verdicts(results) == EXPECTED_V3
+    assert [f.file for f in results.files] == ["docs/models.md", "docs/quotas.md", "docs/retired.md"]
+    run = Run(workdir / "runs" / "r1")
+    m = run.manifest
+    assert (m.run_id, m.prompt, m.mode, m.model) == ("r1", "v3", "record", "claude-test")
+    assert m.prompt_sha256 == results.prompt_sha256 and run.prompt_text is not None
+    assert m.recorded_at.endswith("Z") and m.recorded_at == results.recorded_at
+    assert m.stand_ins == ["learn", "model"] and m.learn_url == stand_ins[0].url
+    assert set(m.versions) == {"python", "judge-replay", "anthropic", "httpx", "httpx2", "vcrpy"}
+    assert [(c.file, c.path, c.cassette) for c in m.claims] == [
+        ("docs/models.md", "claims/a-models.json", cassette_name("docs/models.md")),
+        ("docs/quotas.md", "claims/b-quotas.json", cassette_name("docs/quotas.md")),
+        ("docs/retired.md", "claims/c-missing.json", cassette_name("docs/retired.md"))]
+    assert all((run.path / c.cassette).is_file() and len(c.sha256) == 64 for c in m.claims)
+    assert m.stats.model_calls >= 6 and m.stats.learn_calls > 0 and m.stats.input_tokens > 0
+    assert load_results(run.path).model_dump() == results.model_dump()
+    assert run.page(MODELS_URL) is not None
+
+
+def test_replay_reproduces_the_recording_offline(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    recorded = record(stand_ins)
+    for server in stand_ins:
+        server.stop()  # nothing may leave the machine now
+    replayed = replay_run(workdir / "runs" / "r1")
+    assert replayed.model_dump() == recorded.model_dump()
+    again = run_judge(None, [], "runs/r1", "replay", model="ignored", progress=False)
+    assert verdicts(again) == EXPECTED_V3
+    assert sorted(p.name for p in (workdir / "runs" / "r1").iterdir()) == sorted(
+        ["run.json", "results.json", "prompt.md", *(cassette_name(c["file"]) for c in CLAIMS.values())])
+
+
+def test_replay_with_another_prompt_is_a_cassette_miss(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    record(stand_ins)
+    with pytest.raises(CassetteMiss, match="cassette miss while replaying docs/"):
+        run_judge("v1", [], "runs/r1", "replay", model="ignored", progress=False)
+
+
+def test_replay_refuses_changed_or_missing_claims(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    record(stand_ins)
+    changed = workdir / "claims" / "b-quotas.json"
+    changed.write_text(changed.read_text() + "\n")
+    with pytest.raises(InputError, match="b-quotas.json: changed since run .* was recorded"):
+        replay_run("runs/r1")
+    changed.unlink()
+    with pytest.raises(InputError, match="claims/b-quotas.json: claims file of run .* is missing"):
+        replay_run("runs/r1")
+
+
+def test_frozen_run_is_not_recorded_over(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    record(stand_ins)
+    manifest = workdir / "runs" / "r1" / "run.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "frozen": True}))
+    with pytest.raises(UsageError, match=r"run\.json is frozen.*--force"):
+        record(stand_ins)
+    assert verdicts(record(stand_ins, force=True)) == EXPECTED_V3
+
+
+def test_live_run_writes_results_without_cassettes(workdir: Path, stand_ins: tuple[Any, Any], capsys: Any) -> None:
+    results = record(stand_ins, run_dir="runs/live", progress=True)
+    learn, model = stand_ins
+    live = run_judge("v3", ["claims"], "runs/live2", "live", model="claude-test", learn_url=learn.url,
+                     anthropic_base_url=model.url, concurrency=3, progress=True)
+    assert verdicts(live) == verdicts(results)
+    folder = workdir / "runs" / "live2"
+    assert sorted(p.name for p in folder.iterdir()) == ["prompt.md", "results.json", "run.json"]
+    m = Run(folder).manifest
+    assert m.mode == "live" and m.stats.model_calls == sum(f.turns or 0 for f in live.files)
+    progress_lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
+    assert len(progress_lines) == 6 and progress_lines[-1].startswith("[3/3] ")
+
+
+def test_inputs_are_validated_before_any_network_call(workdir: Path) -> None:
+    write_json(workdir / "claims" / "d-bad.json", {"file": "docs/bad.md", "claims": [{"id": "x", "claim": "c"}]})
+    with pytest.raises(InputError, match="d-bad.json: not a valid claims file: claims.0.claim_type"):
+        run_judge("v3", ["claims"], "runs/r", "record", model="m", learn_url=closed_port_url(),
+                  anthropic_base_url="http://127.0.0.1:9", progress=False)
+    assert not (workdir / "runs").exists()
+
+
+def test_no_api_key_is_a_usage_error(workdir: Path) -> None:
+    with pytest.raises(UsageError) as caught:
+        run_judge("v3", ["claims"], "runs/r", "record", model="m", learn_url=closed_port_url(), progress=False)
+    assert str(caught.value) == NO_KEY
+
+
+def test_unreachable_learn_fails_before_any_conversation(workdir: Path) -> None:
+    url = closed_port_url()
+    with start_model() as model, pytest.raises(LearnError, match=f"cannot reach the Learn MCP endpoint at {url}"):
+        run_judge("v3", ["claims"], "runs/r", "record", model="m", learn_url=url, anthropic_base_url=model.url,
+                  progress=False)
+    assert model.requests == [] and not (workdir / "runs").exists()
+
+
+def test_pages_from_serves_learn_from_another_run(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    learn, model = stand_ins
+    record(stand_ins)
+    learn.stop()  # every Learn call must now come from run r1's cassettes
+    pinned = run_judge("v1", ["claims"], "runs/pinned", "record", model="claude-test", learn_url=learn.url,
+                       anthropic_base_url=model.url, pages_from="runs/r1", progress=False)
+    assert [f.error for f in pinned.files] == [None, None, None]
+    assert verdicts(pinned)[("docs/models.md", "m-1")] == ("grounded", "", True)  # v1 has no R1
+    m = Run(workdir / "runs" / "pinned").manifest
+    # the pages served were recorded from the Learn stand-in, and say so
+    assert m.pages_from == "runs/r1" and m.stand_ins == ["learn", "model"]

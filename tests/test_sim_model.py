@@ -1,0 +1,223 @@
+"""The Messages API stand-in, driven by the real `anthropic` SDK through a full tool loop against the Learn stand-in."""
+
+import json
+import signal
+import subprocess
+import sys
+
+import anthropic
+import httpx
+import pytest
+
+from replay._cli.main import main
+from replay._mcp import SESSION_HEADER, parse_jsonrpc_reply, tool_result_text
+from replay._prompts import load_prompt
+from replay._records import ClaimsBatch
+from replay._sim import start_learn, start_model
+
+MODELS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
+QUOTAS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
+GONE_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/retired-page"
+MODEL_ROW = "| gpt-4.1 (2025-04-14) | 1,047,576 | 32,768 |"
+QUOTA_LINE = "The default quota for gpt-4.1 Global Standard deployments is 1 M tokens per minute."
+
+PAGES = {
+    "models.md": f"---\nurl: {MODELS_URL}\ntitle: Models\n---\n\n# Azure OpenAI models\n\n"
+                 f"| Model | Context window | Max output tokens |\n|--|--|--|\n{MODEL_ROW}\n",
+    "quotas.md": f"---\nurl: {QUOTAS_URL}\ntitle: Quotas\n---\n\n# Quotas and limits\n\n## Rate limits\n\n{QUOTA_LINE}\n",
+}
+SEARCHED_CLAIM = "Global Standard deployments of gpt-4.1 have a default quota of 1 M tokens per minute."
+BATCH = ClaimsBatch(file="docs/azure-openai-models.md", claims=[
+    {"id": "m-1", "claim": "gpt-4.1 returns at most 32,768 output tokens.", "claim_type": "version",
+     "evidence_url": MODELS_URL},
+    {"id": "m-2", "claim": "gpt-4.1 offers a 200k+ token context window.", "claim_type": "version",
+     "evidence_url": "https://learn.microsoft.com/en-us/azure/ai-foundry/openai/concepts/models/"},
+    {"id": "m-3", "claim": "gpt-4.1 returns at most 4,096 output tokens.", "claim_type": "version",
+     "evidence_url": MODELS_URL},
+    {"id": "m-4", "claim": SEARCHED_CLAIM, "claim_type": "tpm"},
+    {"id": "m-5", "claim": "gpt-4.1 was retired on 2025-01-01.", "claim_type": "status", "evidence_url": GONE_URL},
+    {"id": "m-6", "claim": "Zebras prefer quiet meadows.", "claim_type": "taxonomy"},
+])
+EXPECTED = {  # id -> (verdict, rule, evidence_url, quote), under v3
+    "m-1": ("grounded", "", MODELS_URL, MODEL_ROW),
+    "m-2": ("not_grounded", "R1", "https://learn.microsoft.com/en-us/azure/ai-foundry/openai/concepts/models/", MODEL_ROW),
+    "m-3": ("not_grounded", "", MODELS_URL, "| Model | Context window | Max output tokens |"),
+    "m-4": ("grounded", "", QUOTAS_URL, QUOTA_LINE),
+    "m-5": ("source_silent", "", GONE_URL, ""),
+    "m-6": ("source_silent", "", "", ""),
+}
+TOOLS = [
+    {"name": "microsoft_docs_fetch", "description": "Fetch a Learn page.",
+     "input_schema": {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}},
+    {"name": "microsoft_docs_search", "description": "Search Learn.",
+     "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}},
+]
+
+
+class LearnCaller:
+    """Runs the model's tool calls against the Learn stand-in with raw httpx (handshake once)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.http = httpx.Client(timeout=5, headers={"Accept": "application/json, text/event-stream"})
+        init = self.http.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                         "params": {"protocolVersion": "2025-03-26", "capabilities": {},
+                                                    "clientInfo": {"name": "test", "version": "1"}}})
+        self.http.headers[SESSION_HEADER] = init.headers[SESSION_HEADER]
+        self.http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def call(self, name: str, arguments: dict) -> str:
+        reply = self.http.post(self.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                               "params": {"name": name, "arguments": arguments}})
+        return tool_result_text(parse_jsonrpc_reply(reply.text, reply.headers["content-type"]))[0]
+
+
+def judge(client: anthropic.Anthropic, learn_url: str, prompt: str, *, model: str = "stand-in",
+          system: bool = False) -> tuple[dict, list]:
+    """A tiny judge loop: call the model, run its tool calls, feed the results back, until it answers."""
+    rendered = load_prompt(prompt).render(BATCH)
+    extra = {"system": rendered} if system else {}
+    messages: list[dict] = [{"role": "user", "content": "Judge the batch." if system else rendered}]
+    learn = LearnCaller(learn_url)
+    responses = []
+    for _ in range(6):
+        response = client.messages.create(model=model, max_tokens=4096, messages=messages, tools=TOOLS, **extra)
+        responses.append(response)
+        messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in response.content]})
+        if response.stop_reason != "tool_use":
+            break
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": b.id, "content": [{"type": "text", "text": learn.call(b.name, b.input)}]}
+            for b in response.content if b.type == "tool_use"]})
+    return json.loads(response.content[0].text), responses
+
+
+@pytest.fixture(scope="module")
+def stand_ins(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("pages")
+    for name, text in PAGES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    with start_learn(folder) as learn, start_model() as model:
+        yield learn, model
+
+
+@pytest.fixture
+def client(stand_ins):
+    return anthropic.Anthropic(base_url=stand_ins[1].url, api_key="test-key", max_retries=0)
+
+
+def verdict_table(answer: dict) -> dict:
+    return {r["id"]: (r["judge_verdict"], r["rule"], r["evidence_url"], r["evidence_quote"]) for r in answer["results"]}
+
+
+def test_full_tool_loop_with_the_real_sdk(stand_ins, client):
+    learn, _ = stand_ins
+    answer, responses = judge(client, learn.url, "v3")
+    assert answer["file"] == "docs/azure-openai-models.md"
+    assert [r["id"] for r in answer["results"]] == [c.id for c in BATCH.claims]
+    assert verdict_table(answer) == EXPECTED
+    assert all(r["reason"].startswith("stand-in policy:") for r in answer["results"])
+    assert [r.stop_reason for r in responses] == ["tool_use", "tool_use", "end_turn"]
+    first = [(b.name, b.input) for b in responses[0].content]
+    assert first == [  # one fetch per distinct URL (the locale variant is the same page), one search per URL-less claim
+        ("microsoft_docs_fetch", {"url": MODELS_URL}),
+        ("microsoft_docs_search", {"query": SEARCHED_CLAIM}),
+        ("microsoft_docs_fetch", {"url": GONE_URL}),
+        ("microsoft_docs_search", {"query": "Zebras prefer quiet meadows."}),
+    ]
+    assert [(b.name, b.input) for b in responses[1].content] == [("microsoft_docs_fetch", {"url": QUOTAS_URL})]
+    final = responses[-1]
+    assert final.id.startswith("msg_") and final.model == "stand-in" and final.role == "assistant"
+    assert final.usage.input_tokens > 0 and final.usage.output_tokens > 0
+    assert final.usage.service_tier == "standard" and final.usage.cache_read_input_tokens == 0
+    assert all(b.id.startswith("toolu_") for r in responses[:2] for b in r.content)
+
+
+def test_verdicts_follow_the_prompt(stand_ins, client):
+    v2, _ = judge(client, stand_ins[0].url, "v2")
+    assert verdict_table(v2)["m-2"] == ("grounded", "", EXPECTED["m-2"][2], MODEL_ROW)  # no R1 in v2
+    v1, _ = judge(client, stand_ins[0].url, "v1")
+    assert verdict_table(v1)["m-3"][:2] == ("grounded", "")  # v1 accepts a page that is about the claim
+
+
+def test_batch_in_the_system_prompt(stand_ins, client):
+    answer, _ = judge(client, stand_ins[0].url, "v3", system=True)
+    assert answer["file"] == "docs/azure-openai-models.md" and verdict_table(answer) == EXPECTED
+
+
+def test_identical_runs_give_identical_traffic(stand_ins, client):
+    _, first = judge(client, stand_ins[0].url, "v3")
+    _, second = judge(client, stand_ins[0].url, "v3")
+    assert [r.model_dump() for r in first] == [r.model_dump() for r in second]
+    assert [r._request_id for r in first] == [r._request_id for r in second]
+    assert all(r._request_id.startswith("req_") for r in first)
+    assert len({b.id for r in first[:2] for b in r.content}) == 5  # ids differ within and across turns
+
+
+def test_flaky_model_fails_each_request_once_and_the_sdk_retries(stand_ins):
+    learn, model = stand_ins
+    retrying = anthropic.Anthropic(base_url=model.url, api_key="test-key", max_retries=2)
+    seen = len(model.requests)
+    answer, responses = judge(retrying, learn.url, "v3", model="stand-in-flaky")
+    assert verdict_table(answer) == EXPECTED and len(responses) == 3
+    attempts = model.requests[seen:]
+    assert len(attempts) == 6 and attempts[0::2] == attempts[1::2]  # each request twice, the retry identical
+
+    once = anthropic.Anthropic(base_url=model.url, api_key="test-key", max_retries=0)
+    request = {"model": "other-flaky", "max_tokens": 10, "messages": [{"role": "user", "content": load_prompt("v3").render(BATCH)}]}
+    with pytest.raises(anthropic.OverloadedError) as err:
+        once.messages.create(**request)
+    assert err.value.status_code == 529 and err.value.response.headers["retry-after"] == "0"
+    assert err.value.body["error"]["type"] == "overloaded_error"
+    assert once.messages.create(**request).stop_reason == "tool_use"
+
+
+def test_error_bodies_have_the_api_shape(stand_ins, client):
+    url = stand_ins[1].url
+    reply = httpx.post(f"{url}/v1/messages", headers={"x-api-key": "k"},
+                       json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    body = reply.json()
+    assert reply.status_code == 400 and list(body) == ["type", "error", "request_id"]
+    assert body["error"] == {"type": "invalid_request_error", "message": "max_tokens: Field required"}
+    assert body["request_id"] == reply.headers["request-id"] and body["request_id"].startswith("req_")
+    assert reply.headers["x-judge-replay-stand-in"] == "model"
+    missing = httpx.get(f"{url}/v1/models")
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found_error"
+    with pytest.raises(anthropic.BadRequestError, match="no claims batch"):
+        client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "Hello"}])
+
+
+def test_raw_response_headers(stand_ins, client):
+    raw = client.messages.with_raw_response.create(
+        model="stand-in", max_tokens=10, messages=[{"role": "user", "content": load_prompt("v2").render(BATCH)}])
+    assert raw.headers["x-judge-replay-stand-in"] == "model"
+    assert raw.headers["request-id"].startswith("req_")
+    assert int(raw.headers["content-length"]) == len(raw.http_response.content)
+    body = json.loads(raw.http_response.content)
+    assert list(body) == ["id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage"]
+    assert body["stop_sequence"] is None and body["type"] == "message"
+
+
+CLI = [sys.executable, "-c", "from replay._cli.main import main; import sys; sys.exit(main())"]
+
+
+def test_cli_serves_until_sigint():
+    proc = subprocess.Popen([*CLI, "sim", "model", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        assert "stand-in (test equipment)" in proc.stdout.readline()
+        sdk = anthropic.Anthropic(base_url=url, api_key="test-key", max_retries=0)
+        reply = sdk.messages.create(model="stand-in", max_tokens=10,
+                                    messages=[{"role": "user", "content": load_prompt("v3").render(BATCH)}])
+        assert reply.stop_reason == "tool_use"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+
+
+def test_cli_port_in_use_is_a_usage_error(stand_ins, capsys):
+    assert main(["sim", "model", "--port", str(stand_ins[1].port)]) == 2
+    assert "cannot listen on 127.0.0.1" in capsys.readouterr().err

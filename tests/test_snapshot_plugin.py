@@ -1,0 +1,312 @@
+"""The verdict snapshot plugin, used from a throwaway project (pytester) with its own run folders."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import syrupy
+
+from factories import write_run
+from replay._runner import run_judge
+from replay._sim import start_learn, start_model
+
+pytest_plugins = ["pytester"]
+
+URL_A = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
+URL_B = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
+
+TEST_VERDICTS = """
+import pytest
+from replay import RunVerdicts
+
+@pytest.mark.parametrize("run", {runs!r})
+def test_verdicts(run, verdict_snapshot):
+    assert RunVerdicts.recorded(f"runs/{{run}}") == verdict_snapshot
+"""
+
+
+def claim(cid: str, verdict: str, rule: str = "", url: str = URL_A, quote: str = "", verified: bool | None = None,
+          reason: str = "because") -> dict[str, Any]:
+    return {"id": cid, "judge_verdict": verdict, "rule": rule, "evidence_url": url, "evidence_quote": quote,
+            "reason": reason, "quote_verified": verified}
+
+
+def r1_files(**overrides: dict[str, Any]) -> list[dict[str, Any]]:
+    """Run r1: two claims files, claims deliberately out of id order."""
+    a2 = claim("a-2", "not_grounded", "R1", quote="| gpt-4.1 | 1,047,576 |", verified=True)
+    a1 = claim("a-1", "grounded", "R3", url=URL_A.replace("/azure", "/en-us/azure") + "/", quote="GPT-4o  is GA",
+               verified=True)
+    b1 = claim("b-1", "source_silent", url=URL_B)
+    claims = {"a-1": a1, "a-2": a2, "b-1": b1}
+    for cid, change in overrides.items():
+        claims[cid] = {**claims[cid], **change}
+    return [
+        {"file": "docs/a.md", "results": [claims["a-2"], claims["a-1"]], "usage": {"input_tokens": 900, "output_tokens": 80},
+         "turns": 3, "tool_calls": [{"tool": "microsoft_docs_fetch", "arguments": {"url": URL_A}, "url": URL_A}]},
+        {"file": "docs/b.md", "results": [claims["b-1"]], "turns": 2},
+    ]
+
+
+def r2_files() -> list[dict[str, Any]]:
+    return [{"file": "docs/c.md", "results": [claim("c-1", "grounded", "R2", quote="TPM 450K", verified=False)]}]
+
+
+@pytest.fixture(autouse=True)
+def _outer_syrupy_session() -> Iterator[None]:
+    """Each in-process run replaces syrupy's module-level session; give the outer one back."""
+    outer = syrupy._syrupy
+    yield
+    syrupy._syrupy = outer
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A project with runs r1 and r2 and one parametrized snapshot test over both."""
+    write_run(pytester.path / "runs" / "r1", results=r1_files())
+    write_run(pytester.path / "runs" / "r2", results=r2_files())
+    pytester.makepyfile(test_verdicts=TEST_VERDICTS.format(runs=["r1", "r2"]))
+    return pytester
+
+
+def snapshot_files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_update_writes_one_small_json_per_run_and_claims_file(project: pytest.Pytester) -> None:
+    result = project.runpytest("--snapshot-update")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*2 snapshots generated*"])
+    assert list(snapshot_files(project.path / "snapshots")) == [
+        "r1/docs_a.md.json", "r1/docs_b.md.json", "r2/docs_c.md.json"]
+    assert not (project.path / "__snapshots__").exists()
+
+    doc = json.loads((project.path / "snapshots" / "r1" / "docs_a.md.json").read_text())
+    prompt_sha = json.loads((project.path / "runs" / "r1" / "run.json").read_text())["prompt_sha256"]
+    assert doc == {
+        "serializer_version": 1, "prompt": "v3", "prompt_sha256": prompt_sha[:12], "model": "claude-test",
+        "file": "docs/a.md",
+        "claims": [
+            {"id": "a-1", "verdict": "grounded", "rule": "R3", "evidence_url": URL_A, "quote_verified": True,
+             "quote_hash": doc["claims"][0]["quote_hash"]},
+            {"id": "a-2", "verdict": "not_grounded", "rule": "R1", "evidence_url": URL_A, "quote_verified": True,
+             "quote_hash": doc["claims"][1]["quote_hash"]},
+        ]}
+    assert len(doc["claims"][0]["quote_hash"]) == 12 and doc["claims"][0]["quote_hash"] != doc["claims"][1]["quote_hash"]
+    silent = json.loads((project.path / "snapshots" / "r1" / "docs_b.md.json").read_text())["claims"][0]
+    assert silent["verdict"] == "source_silent" and silent["quote_hash"] is None and silent["quote_verified"] is None
+
+    again = project.runpytest()
+    again.assert_outcomes(passed=2)
+    again.stdout.fnmatch_lines(["*2 snapshots passed*"])
+
+
+def test_missing_snapshot_fails_and_says_how_to_write_it(project: pytest.Pytester) -> None:
+    result = project.runpytest("-k", "r2")
+    result.assert_outcomes(failed=1, deselected=1)
+    result.stdout.fnmatch_lines(["*no snapshot of run r2 yet: `pytest --snapshot-update` writes snapshots/r2/ (1 file)*"])
+
+
+def test_flipped_verdicts_fail_listing_exactly_the_changed_claims(project: pytest.Pytester) -> None:
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    files = r1_files(**{"a-1": {"judge_verdict": "not_grounded", "rule": "R2"}})
+    files[1]["results"] = [claim("b-2", "grounded", "R5", url=URL_B, quote="x", verified=True)]  # b-1 gone, b-2 new
+    write_run(project.path / "runs" / "r1", results=files)
+
+    result = project.runpytest("-vv")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*run r1 differs from its snapshot snapshots/r1/: 1 verdict flipped, 1 claim added, 1 removed",
+        "*  docs/a.md:a-1  grounded → not_grounded  (rule R2, was R3)",
+        "*  docs/b.md:b-2  added: grounded  (rule R5)",
+        "*  docs/b.md:b-1  removed (was source_silent)",
+        "*explain the flips: git worktree add ../snapshotted HEAD && judge-replay diff ../snapshotted/runs/r1 runs/r1",
+        "*accept: pytest --snapshot-update, then review `git diff snapshots/r1/`",
+    ])
+    assert "a-2" not in out  # unchanged claims are not listed
+    assert "1 snapshot failed" in out and "1 snapshot passed" in out
+
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    assert json.loads((project.path / "snapshots" / "r1" / "docs_b.md.json").read_text())["claims"][0]["id"] == "b-2"
+    project.runpytest().assert_outcomes(passed=2)
+
+
+def test_a_claims_file_leaving_the_run_fails_then_its_file_goes(project: pytest.Pytester) -> None:
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    write_run(project.path / "runs" / "r1", results=r1_files()[:1])
+
+    result = project.runpytest("-k", "r1")
+    result.assert_outcomes(failed=1, deselected=1)
+    result.stdout.fnmatch_lines(["*0 verdicts flipped, 0 claims added, 1 removed*", "*docs/b.md:b-1  removed*",
+                                 "*compare the runs: git worktree add ../snapshotted HEAD && judge-replay diff*"])
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    assert list(snapshot_files(project.path / "snapshots" / "r1")) == ["docs_a.md.json"]
+
+
+def test_volatile_fields_changing_does_not_fail(project: pytest.Pytester) -> None:
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    files = r1_files(**{"a-1": {"reason": "a whole new explanation", "evidence_quote": "GPT-4o is  GA"},
+                        "a-2": {"reason": ""}})
+    files[0]["usage"] = {"input_tokens": 1, "output_tokens": 2}
+    files[0]["turns"] = 9
+    files[0]["tool_calls"] = []
+    write_run(project.path / "runs" / "r1", results=files, recorded_at="2027-01-01T00:00:00Z")
+    before = snapshot_files(project.path / "snapshots")
+
+    project.runpytest().assert_outcomes(passed=2)
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    assert snapshot_files(project.path / "snapshots") == before
+
+
+def test_a_quote_or_rule_change_with_the_same_verdict_is_reported(project: pytest.Pytester) -> None:
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    write_run(project.path / "runs" / "r1", results=r1_files(**{"a-2": {"evidence_quote": "| gpt-4.1 | 300,000 |",
+                                                                         "quote_verified": False}}))
+    result = project.runpytest("-k", "r1")
+    result.assert_outcomes(failed=1, deselected=1)
+    result.stdout.fnmatch_lines([
+        "*0 verdicts flipped, 0 claims added, 0 removed, 1 changed otherwise",
+        "*docs/a.md:a-2  same verdict (not_grounded), changed: quote_hash, quote_verified True → False"])
+    assert "explain the flips" not in result.stdout.str()
+
+
+def test_keyword_subset_leaves_other_runs_snapshots_alone(project: pytest.Pytester) -> None:
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    r2_folder = project.path / "snapshots" / "r2"
+    r2_before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in r2_folder.iterdir()}
+
+    subsets = [(["-k", "r1", "--snapshot-update"], 1), (["-k", "r1"], 1), (["-k", "not r2", "--snapshot-update"], 1),
+               (["test_verdicts.py::test_verdicts[r1]", "--snapshot-update"], 0)]
+    for args, deselected in subsets:
+        result = project.runpytest(*args)
+        result.assert_outcomes(passed=1, deselected=deselected)
+        out = result.stdout.str()
+        assert "unused" not in out and "Deleted" not in out, args
+        assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in r2_folder.iterdir()} == r2_before
+
+    # a run that really is gone: its snapshot is unused, and --snapshot-update removes it
+    shutil.rmtree(project.path / "runs" / "r2")
+    project.makepyfile(test_verdicts=TEST_VERDICTS.format(runs=["r1"]))
+    unused = project.runpytest()
+    assert unused.ret == 1
+    unused.stdout.fnmatch_lines(["*1 snapshot unused*"])
+    cleaned = project.runpytest("--snapshot-update")
+    assert cleaned.ret == 0
+    cleaned.stdout.fnmatch_lines(["*1 unused snapshot deleted*"])
+    assert not r2_folder.exists() and (project.path / "snapshots" / "r1" / "docs_a.md.json").is_file()
+
+
+def test_a_run_that_fails_to_load_keeps_its_snapshot(project: pytest.Pytester) -> None:
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    (project.path / "runs" / "r2" / "results.json").write_text("{broken")
+    for args in ([], ["--snapshot-update"]):
+        result = project.runpytest(*args)
+        result.assert_outcomes(passed=1, failed=1)
+        out = result.stdout.str()
+        assert "not valid JSON" in out and "unused" not in out
+    assert (project.path / "snapshots" / "r2" / "docs_c.md.json").is_file()
+
+
+def test_snapshot_dir_option(project: pytest.Pytester) -> None:
+    project.runpytest("--snapshot-update", "--replay-snapshot-dir", "review/verdicts").assert_outcomes(passed=2)
+    assert list(snapshot_files(project.path / "review" / "verdicts")) == [
+        "r1/docs_a.md.json", "r1/docs_b.md.json", "r2/docs_c.md.json"]
+    assert not (project.path / "snapshots").exists()
+    project.runpytest("--replay-snapshot-dir=review/verdicts").assert_outcomes(passed=2)
+    help_text = project.runpytest("--help").stdout.str()
+    assert "judge-replay verdict snapshots" in help_text and "--replay-snapshot-dir" in help_text
+
+
+def test_only_run_verdicts_compare(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_x(verdict_snapshot):\n    assert {'verdict': 'grounded'} == verdict_snapshot\n")
+    result = pytester.runpytest("--snapshot-update")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*TypeError: verdict_snapshot compares the verdicts of a run*got dict*"])
+    assert not (pytester.path / "snapshots").exists()
+
+
+# --------------------------------------------------------------------------- replayed runs, end to end
+
+MODELS_PAGE = "# Models\n\n| Model | Context window |\n|---|---|\n| gpt-4.1 | 1,047,576 |\n| gpt-4o | {gpt4o} |\n"
+QUOTAS_PAGE = "# Quotas\n\nThe default quota for gpt-4o global standard deployments is 450,000 tokens per minute.\n"
+CLAIMS = {
+    "models": {"file": "docs/models.md", "claims": [
+        {"id": "m-1", "claim": "gpt-4o has a context window of 128,000 tokens.", "claim_type": "version",
+         "evidence_url": URL_A},
+        {"id": "m-2", "claim": "gpt-4.1 has a context window of 1,047,576 tokens.", "claim_type": "version",
+         "evidence_url": URL_A}]},
+    "quotas": {"file": "docs/quotas.md", "claims": [
+        {"id": "q-1", "claim": "The default quota for gpt-4o global standard is 450,000 tokens per minute.",
+         "claim_type": "tpm", "evidence_url": URL_B}]},
+}
+
+
+def write_pages(folder: Path, gpt4o: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "models.md").write_text(f"---\nurl: {URL_A}\ntitle: Models\n---\n{MODELS_PAGE.format(gpt4o=gpt4o)}")
+    (folder / "quotas.md").write_text(f"---\nurl: {URL_B}\ntitle: Quotas\n---\n{QUOTAS_PAGE}")
+
+
+def record_r1(pages: Path) -> None:
+    """Record run r1 (cwd: the project) with both stand-ins, then stop them."""
+    with start_learn(pages) as learn, start_model() as model:
+        run_judge("v3", ["claims"], "runs/r1", "record", model="claude-stand-in", learn_url=learn.url,
+                  anthropic_base_url=model.url, progress=False)
+
+
+def test_rerecording_with_one_page_changed_fails_listing_exactly_the_flipped_claims(pytester: pytest.Pytester) -> None:
+    for name, batch in CLAIMS.items():
+        pytester.makefile(".json", **{f"claims/{name}": json.dumps(batch)})
+    write_pages(pytester.path / "pages", gpt4o="128,000")
+    record_r1(pytester.path / "pages")
+    pytester.makepyfile(test_demo="""
+from replay import replay_run
+
+def test_x(verdict_snapshot):
+    assert replay_run("runs/r1") == verdict_snapshot
+""")
+    # the stand-ins are stopped: every snapshot run below replays from the cassettes
+    pytester.runpytest("--snapshot-update").assert_outcomes(passed=1)
+    assert list(snapshot_files(pytester.path / "snapshots")) == ["r1/docs_models.md.json", "r1/docs_quotas.md.json"]
+    pytester.runpytest().assert_outcomes(passed=1)
+
+    write_pages(pytester.path / "pages", gpt4o="64,000")
+    record_r1(pytester.path / "pages")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*run r1 differs from its snapshot snapshots/r1/: 1 verdict flipped, 0 claims added, 0 removed",
+        "*  docs/models.md:m-1  grounded → not_grounded*",
+        "*explain the flips: git worktree add ../snapshotted HEAD && judge-replay diff ../snapshotted/runs/r1 runs/r1",
+    ])
+    out = result.stdout.str()
+    assert "m-2" not in out and "q-1" not in out
+
+
+# --------------------------------------------------------------------------- the message, directly
+
+
+def test_explain_names_header_and_version_changes_and_formatting_only_differences(tmp_path: Path) -> None:
+    from replay._records import ResultsFile
+    from replay.snapshot import RunVerdicts, VerdictSnapshotExtension, explain_mismatch
+
+    results = ResultsFile.model_validate({"prompt": "v2", "prompt_sha256": "a" * 64, "model": "m1", "files": r2_files()})
+    old = VerdictSnapshotExtension().serialize(RunVerdicts("r2", results))
+    new_results = results.model_copy(update={"prompt": "v3", "model": "m2"})
+    new = VerdictSnapshotExtension().serialize(RunVerdicts("r2", new_results))
+    lines = explain_mismatch(new, old, snapshot_folder=tmp_path / "r2")
+    assert lines[1] == "  header: prompt v2 → v3, model m1 → m2"
+    assert not any("explain the flips" in line for line in lines)
+
+    older = old.replace('"serializer_version": 1', '"serializer_version": 0')
+    assert "serializer version 0, this is version 1" in explain_mismatch(old, older, snapshot_folder=tmp_path / "r2")[1]
+    reformatted = old.replace('\n  "run"', '  "run"')
+    assert explain_mismatch(old, reformatted, snapshot_folder=tmp_path / "r2")[1] == (
+        "  the claims are the same: the snapshot files differ only in their formatting")
+    assert RunVerdicts("r2", results) == RunVerdicts("r2", results.model_copy(update={"recorded_at": "now"}))
+    assert RunVerdicts("r2", results) != RunVerdicts("r2", new_results)
