@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -11,11 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ._config import find_pyproject
-from ._errors import InputError
 from ._grading import ClaimKey
-from ._io import load_claims_batch
-from ._prompts import parse_rendered_batch
 from ._records import Claim, ClaimError, Scores
 from ._runs import Run
 from ._text import line_token_set, normalise_ws, parse_number, quote_occurs, value_tokens
@@ -28,68 +23,9 @@ _MAX_LINE = 240
 # --------------------------------------------------------------------------- claims of a run
 
 
-def _prompt_texts(request: Any) -> list[str]:
-    """The system prompt and first user turn of a Messages API request body (where the batch is)."""
-    if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
-        return []
-    texts: list[str] = []
-    parts: list[Any] = [request.get("system")]
-    first = request["messages"][0] if request["messages"] else None
-    if isinstance(first, dict) and first.get("role") == "user":
-        parts.append(first.get("content"))
-    for part in parts:
-        if isinstance(part, str):
-            texts.append(part)
-        elif isinstance(part, list):
-            texts.extend(b["text"] for b in part if isinstance(b, dict) and isinstance(b.get("text"), str))
-    return texts
-
-
-def _claims_from_cassette(run: Run, claims_file: str) -> list[Claim]:
-    for interaction in run.interactions(claims_file):
-        for text in _prompt_texts(interaction.request_json()):
-            batch = parse_rendered_batch(text)
-            if batch is not None:
-                return [Claim.model_validate(c) for c in batch if isinstance(c, dict) and _valid(c)]
-    return []
-
-
-def _valid(data: dict[str, Any]) -> bool:
-    try:
-        Claim.model_validate(data)
-    except ValueError:
-        return False
-    return True
-
-
-def _claims_file_candidates(run: Run, given: str) -> list[Path]:
-    p = Path(given)
-    if p.is_absolute():
-        return [p]
-    roots = [Path.cwd(), run.path, run.path.parent]
-    pyproject = find_pyproject(run.path.resolve())
-    if pyproject is not None:
-        roots.insert(1, pyproject.parent)
-    return [root / p for root in roots]
-
-
 def run_claims(run: Run) -> dict[ClaimKey, Claim]:
-    """Every claim a run judged: from the batch rendered into its cassettes' first model request, else
-    from the claims files its manifest names (tried as given, against the project root and the run)."""
-    out: dict[ClaimKey, Claim] = {}
-    for entry in run.manifest.claims:
-        claims = _claims_from_cassette(run, entry.file)
-        if not claims:
-            for candidate in _claims_file_candidates(run, entry.path):
-                if candidate.is_file():
-                    try:
-                        claims = load_claims_batch(candidate).claims
-                    except InputError:
-                        continue
-                    break
-        for claim in claims:
-            out[(entry.file, claim.id)] = claim
-    return out
+    """Every claim a run judged (see `Run.claims`)."""
+    return run.all_claims()
 
 
 # --------------------------------------------------------------------------- page regions

@@ -18,13 +18,13 @@ from ._errors import InputError, UsageError
 from ._gate import adoption_gate
 from ._grading import ClaimKey, claim_info, grade_results, is_correct
 from ._io import atomic_write_text, dump_json, load_gold, read_json, results_json_path
+from ._matching import results_differences
 from ._records import Claim, ClaimResult, FlipReport, GateDecision, GoldSet, ResultsFile, Scores, Verdict
 from ._runs import MANIFEST, RESULTS, Run
 
 RESULTS_PREFIX = "judge-bakeoff-results-"
 STAND_IN_JUDGE_NOTE = "runs used the local stand-in judge (test equipment), not Claude"
 STAND_IN_LEARN_NOTE = "pages came from the local Learn stand-in (test equipment), not learn.microsoft.com"
-_COMPARED = ("judge_verdict", "rule", "evidence_url", "evidence_quote", "reason", "quote_verified", "error")
 
 Warn = Callable[[str], None]
 
@@ -101,24 +101,6 @@ def _flip_explainer() -> Callable[..., FlipReport] | None:
 
 def _results_by_key(results: ResultsFile) -> dict[ClaimKey, ClaimResult]:
     return {(fr.file, r.id): r for fr in results.files for r in fr.results}
-
-
-def replay_differences(recorded: ResultsFile, replayed: ResultsFile) -> list[str]:
-    """Where a replay's results differ from the recorded ones, one line per claim (empty: reproduced)."""
-    a, b = _results_by_key(recorded), _results_by_key(replayed)
-    out = []
-    for key in sorted(a.keys() | b.keys()):
-        where = f"{key[0]}:{key[1]}"
-        if key not in b:
-            out.append(f"{where}: recorded, missing from the replay")
-        elif key not in a:
-            out.append(f"{where}: in the replay, not recorded")
-        else:
-            moved = [f"{f} {getattr(a[key], f)!r} → {getattr(b[key], f)!r}" for f in _COMPARED
-                     if getattr(a[key], f) != getattr(b[key], f)]
-            if moved:
-                out.append(f"{where}: " + "; ".join(moved))
-    return out
 
 
 # --------------------------------------------------------------------------- the bake-off
@@ -220,7 +202,7 @@ def _load_version(
             warn(note)
         return run, recorded, "recorded", None
     replayed = replay_run(run.path)
-    differences = replay_differences(recorded, replayed)
+    differences = results_differences(recorded.files, replayed.files)
     if differences:
         message = (f"REPLAY MISMATCH: replaying {display_path(run.path)} did not reproduce its results.json "
                    f"({len(differences)} claim(s) differ; graded the replay):\n  " + "\n  ".join(differences))

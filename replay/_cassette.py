@@ -29,7 +29,7 @@ import yaml
 
 from ._errors import InputError
 from ._io import atomic_write_text
-from ._mcp import FETCH_TOOL, is_missing_page, parse_jsonrpc_reply, tool_result_text
+from ._mcp import FETCH_TOOL, STAND_IN_HEADER, is_missing_page, parse_jsonrpc_reply, tool_result_text
 from ._scrub import scrub_interaction
 
 CASSETTE_SUFFIX = ".yaml"
@@ -160,7 +160,7 @@ REQUEST_HEADERS = frozenset(
 )
 """Request headers a recording keeps (the rest vary with SDK version, machine, retries, or are secrets)."""
 RESPONSE_HEADERS = frozenset(
-    {"content-type", "request-id", "mcp-session-id", "retry-after", "x-judge-replay-stand-in", "anthropic-organization-id"}
+    {"content-type", "request-id", "mcp-session-id", "retry-after", STAND_IN_HEADER, "anthropic-organization-id"}
 )
 """Response headers a recording keeps, besides the `anthropic-ratelimit-*` family."""
 _RATELIMIT = "anthropic-ratelimit-"

@@ -2,68 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ._errors import InputError
 from ._flips import Conversation, Key, PageRead, RunInput, SearchMade, confirm_commands, flip_report, gold_labels
-from ._io import load_claims_batch
 from ._mcp import FETCH_TOOL, SEARCH_TOOL, search_result_urls
-from ._prompts import BUNDLED, load_prompt, parse_rendered_batch
+from ._prompts import BUNDLED, load_prompt
 from ._records import Claim, ClaimsBatch, FlipReport, GoldSet
 from ._runs import Run, find_runs
 from ._text import sha256_text
-
-
-def _strings(data: Any) -> Iterator[str]:
-    if isinstance(data, str):
-        yield data
-    elif isinstance(data, dict):
-        for v in data.values():
-            yield from _strings(v)
-    elif isinstance(data, list):
-        for v in data:
-            yield from _strings(v)
-
-
-def _claims_from_cassette(run: Run, file: str) -> list[Claim]:
-    """The batch the judge was given, read back from the first model request that carries it."""
-    for it in run.interactions(file):
-        if "/v1/messages" not in it.uri:
-            continue
-        for text in _strings(it.request_json()):
-            if "```json" not in text:
-                continue
-            rows = parse_rendered_batch(text)
-            if rows:
-                return [Claim.model_validate(r) for r in rows if isinstance(r, dict) and _valid_claim(r)]
-    return []
-
-
-def _valid_claim(row: dict[str, Any]) -> bool:
-    try:
-        Claim.model_validate(row)
-    except ValueError:
-        return False
-    return True
-
-
-def _claims_from_manifest(run: Run, file: str) -> list[Claim]:
-    """The claims file named in the manifest, looked for where a run's paths are usually relative to."""
-    for entry in run.manifest.claims:
-        if entry.file != file:
-            continue
-        raw = Path(entry.path)
-        for candidate in (raw, run.path / raw, run.path.parent / raw, run.path.parent.parent / raw):
-            if candidate.is_file():
-                try:
-                    batch = load_claims_batch(candidate)
-                except InputError:
-                    continue
-                if batch.file == file:
-                    return list(batch.claims)
-    return []
 
 
 def _conversation(run: Run, file: str) -> Conversation | None:
@@ -147,7 +96,7 @@ def run_input(run: Run, claims: Sequence[ClaimsBatch] = ()) -> RunInput:
         if conv is not None:
             conversations[file] = conv
         if any(k[0] == file and k not in given for k in results):
-            for claim in _claims_from_cassette(run, file) or _claims_from_manifest(run, file):
+            for claim in run.claims(file) or []:
                 known[(file, claim.id)] = claim
     known.update(given)
     for key, r in results.items():  # a results file may carry the claim text itself

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ._errors import InputError
-from ._records import ClaimsBatch, FileResult, GoldSet, ResultsFile
+from ._records import ClaimsBatch, GoldSet, ResultsFile
 
 M = TypeVar("M", bound=BaseModel)
 _UMASK = os.umask(0)

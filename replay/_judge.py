@@ -10,7 +10,8 @@ from typing import Any
 import anthropic
 
 from ._errors import LearnError, ReplayError
-from ._learn import STAND_IN_HEADER, LearnClient, LearnToolError
+from ._learn import LearnClient, LearnToolError
+from ._mcp import STAND_IN_HEADER
 from ._mcp import FETCH_TOOL, SEARCH_TOOL, normalise_learn_url
 from ._prompts import Prompt
 from ._records import VERDICTS, ClaimResult, ClaimsBatch, FileResult, ToolCall, Usage

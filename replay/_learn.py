@@ -17,13 +17,13 @@ from ._mcp import (
     PROTOCOL_VERSION,
     SEARCH_TOOL,
     SESSION_HEADER,
+    STAND_IN_HEADER,
     is_missing_page,
     parse_jsonrpc_reply,
     search_result_urls,
     tool_result_text,
 )
 
-STAND_IN_HEADER = "x-judge-replay-stand-in"
 """Every reply of our local stand-ins carries this header: test equipment, never the real service."""
 _ACCEPT = "application/json, text/event-stream"
 _SESSION_STATUSES = (400, 401, 403)

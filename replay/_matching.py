@@ -194,3 +194,31 @@ def closest(request: CanonicalRequest, recorded: Iterable[tuple[int, CanonicalRe
         ties.sort(key=lambda s: (-similarity(s), s[1]))
     _, index, other = ties[0]
     return index, differences(mine, other.matched_part())
+
+
+def results_differences(recorded: list[Any], replayed: list[Any]) -> list[str]:
+    """Per-file explanation of how a replay's `files` differ from the recorded ones (empty: equal)."""
+    problems: list[str] = []
+    mine = {f.file: f.model_dump(mode="json") for f in replayed}
+    theirs = {f.file: f.model_dump(mode="json") for f in recorded}
+    for name in theirs.keys() - mine.keys():
+        problems.append(f"{name}: recorded, but the replay produced no result for it")
+    for name in mine.keys() - theirs.keys():
+        problems.append(f"{name}: produced by the replay, but not in the recorded results.json")
+    for name in sorted(mine.keys() & theirs.keys()):
+        a, b = mine[name], theirs[name]
+        if a == b:
+            continue
+        claims_a = {r.get("id"): r for r in a.pop("results", [])}
+        claims_b = {r.get("id"): r for r in b.pop("results", [])}
+        for line in differences(a, b, limit=5, labels=("the replay", "recorded")):
+            problems.append(f"{name}: {line}")
+        for claim_id in sorted(claims_a.keys() | claims_b.keys(), key=str):
+            if claim_id not in claims_b:
+                problems.append(f"{name}: claim {claim_id}: only in the replay")
+            elif claim_id not in claims_a:
+                problems.append(f"{name}: claim {claim_id}: recorded, missing from the replay")
+            else:
+                for line in differences(claims_a[claim_id], claims_b[claim_id], limit=5, labels=("the replay", "recorded")):
+                    problems.append(f"{name}: claim {claim_id}: {line}")
+    return problems

@@ -12,6 +12,8 @@ SEARCH_TOOL = "microsoft_docs_search"
 PROTOCOL_VERSION = "2025-03-26"
 SESSION_HEADER = "Mcp-Session-Id"
 MISSING_PAGE_MARKER = "could not be retrieved"
+STAND_IN_HEADER = "x-judge-replay-stand-in"
+"""Response header by which the local stand-ins say they are test equipment (value: `learn` or `model`)."""
 _LOCALE = re.compile(r"^/[a-z]{2}-[a-z]{2}(?=/|$)", re.I)
 
 

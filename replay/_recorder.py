@@ -51,7 +51,7 @@ from typing import Any, Iterator
 
 from ._cassette import CASSETTE_SUFFIX, Interaction, load_cassette, normalise_recording, save_cassette
 from ._errors import CassetteMiss, InputError, UsageError
-from ._matching import CanonicalRequest, RequestKey, canonical_request, closest
+from ._matching import CanonicalRequest, RequestKey, canonical_request, closest, results_differences
 from ._mcp import normalise_learn_url
 from ._records import RunStats
 from ._runs import cassette_name
@@ -519,7 +519,7 @@ def verify_run(run_dir: str | Path) -> VerifyReport:
             replayed = replay_run(run)
     except CassetteMiss as miss:
         return VerifyReport(str(run.path), [f"{miss.claims_file}: the replay stopped: {line}" for line in str(miss).splitlines()[1:]])
-    problems.extend(compare_files(recorded_files, replayed.files))
+    problems.extend(results_differences(recorded_files, replayed.files))
     recorder = next((r for r in recorders if r.mode == "replay"), None)
     total = 0
     for entry in run.manifest.claims:
@@ -534,31 +534,3 @@ def verify_run(run_dir: str | Path) -> VerifyReport:
     return VerifyReport(str(run.path), problems, total)
 
 
-def compare_files(recorded: list[Any], replayed: list[Any]) -> list[str]:
-    """Per-file explanation of how a replay's `files` differ from the recorded ones (empty: equal)."""
-    from ._matching import differences
-
-    problems: list[str] = []
-    mine = {f.file: f.model_dump(mode="json") for f in replayed}
-    theirs = {f.file: f.model_dump(mode="json") for f in recorded}
-    for name in theirs.keys() - mine.keys():
-        problems.append(f"{name}: recorded, but the replay produced no result for it")
-    for name in mine.keys() - theirs.keys():
-        problems.append(f"{name}: produced by the replay, but not in the recorded results.json")
-    for name in sorted(mine.keys() & theirs.keys()):
-        a, b = mine[name], theirs[name]
-        if a == b:
-            continue
-        claims_a = {r.get("id"): r for r in a.pop("results", [])}
-        claims_b = {r.get("id"): r for r in b.pop("results", [])}
-        for line in differences(a, b, limit=5, labels=("the replay", "recorded")):
-            problems.append(f"{name}: {line}")
-        for claim_id in sorted(claims_a.keys() | claims_b.keys(), key=str):
-            if claim_id not in claims_b:
-                problems.append(f"{name}: claim {claim_id}: only in the replay")
-            elif claim_id not in claims_a:
-                problems.append(f"{name}: claim {claim_id}: recorded, missing from the replay")
-            else:
-                for line in differences(claims_a[claim_id], claims_b[claim_id], limit=5, labels=("the replay", "recorded")):
-                    problems.append(f"{name}: claim {claim_id}: {line}")
-    return problems

@@ -299,7 +299,7 @@ def _run_claims(run: Run) -> list[tuple[Path, ClaimsBatch]]:
     """The claims files a run recorded, found where they were and unchanged (or an InputError saying not)."""
     out = []
     for entry in run.manifest.claims:
-        path = _find_claims_file(run, entry.path)
+        path = run.claims_file_path(entry.file)
         if path is None:
             raise InputError(entry.path, f"claims file of run {run.path} is missing (looked relative to the "
                              "current folder and to the run's parent folders); restore it to replay the run")
@@ -313,17 +313,6 @@ def _run_claims(run: Run) -> list[tuple[Path, ClaimsBatch]]:
             raise InputError(path, f"is about {batch.file!r}, but run {run.path} recorded it for {entry.file!r}")
         out.append((path, batch))
     return out
-
-
-def _find_claims_file(run: Run, recorded: str) -> Path | None:
-    given = Path(recorded)
-    if given.is_absolute():
-        return given if given.is_file() else None
-    for base in (Path.cwd(), *run.path.resolve().parents):
-        candidate = base / given
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 # --------------------------------------------------------------------------- what the run folder records

@@ -10,7 +10,6 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ._cassette import CASSETTE_SUFFIX, Interaction, LearnCall, learn_calls, load_cassette
-from ._config import find_pyproject
 from ._errors import InputError
 from ._io import load_claims_batch, load_results, read_json, validate
 from ._mcp import FETCH_TOOL, normalise_learn_url
@@ -104,63 +103,72 @@ class Run:
     def page(self, url: str) -> PageVersion | None:
         return self.pages.get(normalise_learn_url(url))
 
-    def claims(self, claims_file: str) -> list[Claim] | None:
-        """The claims of one claims file as the judge saw them: the batch rendered into the first model
-        request of its cassette, else the claims file the manifest names (resolved against the current
-        folder, then the project root), else None."""
-        batch = _rendered_batch(self.interactions(claims_file))
-        if batch is not None:
-            return batch
+    def claims_file_path(self, claims_file: str) -> Path | None:
+        """Where the claims file the manifest names for `claims_file` is now: its recorded path taken as
+        given, then against the current folder, the run folder and each folder above it (the project root among them)."""
         for entry in self.manifest.claims:
             if entry.file != claims_file:
                 continue
-            for candidate in _claims_file_candidates(self.path, entry.path):
-                if candidate.is_file():
-                    try:
-                        return load_claims_batch(candidate).claims
-                    except InputError:
-                        return None
+            recorded = Path(entry.path)
+            if recorded.is_absolute():
+                return recorded if recorded.is_file() else None
+            for base in (Path.cwd(), self.path.resolve(), *self.path.resolve().parents):
+                if (base / recorded).is_file():
+                    return base / recorded
         return None
+
+    def claims(self, claims_file: str) -> list[Claim] | None:
+        """The claims of one claims file as the judge saw them: the batch rendered into the first model
+        request of its cassette, else the claims file the manifest names, else None."""
+        batch = _rendered_batch(self.interactions(claims_file))
+        if batch is not None:
+            return batch
+        path = self.claims_file_path(claims_file)
+        if path is None:
+            return None
+        try:
+            loaded = load_claims_batch(path)
+        except InputError:
+            return None
+        return loaded.claims if loaded.file == claims_file else None
+
+    def all_claims(self) -> dict[tuple[str, str], Claim]:
+        """Every claim the run judged, keyed by (file, id)."""
+        return {
+            (entry.file, claim.id): claim
+            for entry in self.manifest.claims
+            for claim in self.claims(entry.file) or []
+        }
+
+
+def prompt_texts(request: object) -> list[str]:
+    """The system prompt and first user turn of a Messages API request body (where the batch is)."""
+    if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
+        return []
+    messages = request["messages"]
+    parts = [request.get("system")]
+    if messages and isinstance(messages[0], dict) and messages[0].get("role") == "user":
+        parts.append(messages[0].get("content"))
+    texts: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, list):
+            texts.extend(b["text"] for b in part if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return texts
 
 
 def _rendered_batch(interactions: list[Interaction]) -> list[Claim] | None:
-    """The claims batch in the system prompt or first user turn of the first model request."""
+    """The claims batch of the first model request that carries one."""
     for it in interactions:
-        req = it.request_json()
-        if not isinstance(req, dict) or "messages" not in req:
-            continue
-        texts = _texts(req.get("system"))
-        messages = req.get("messages") or []
-        if messages and isinstance(messages[0], dict):
-            texts += _texts(messages[0].get("content"))
-        for text in texts:
+        for text in prompt_texts(it.request_json()):
             rows = parse_rendered_batch(text)
             if rows is not None:
                 try:
                     return [Claim.model_validate(row) for row in rows]
                 except ValidationError:
                     return None
-        return None
     return None
-
-
-def _texts(content: object) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    if isinstance(content, list):
-        return [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
-    return []
-
-
-def _claims_file_candidates(run_path: Path, recorded: str) -> list[Path]:
-    path = Path(recorded)
-    if path.is_absolute():
-        return [path]
-    out = [Path.cwd() / path]
-    pyproject = find_pyproject(run_path)
-    if pyproject is not None:
-        out.append(pyproject.parent / path)
-    return out
 
 
 def find_runs(root: str | Path) -> list[Run]:

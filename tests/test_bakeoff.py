@@ -5,7 +5,8 @@ import json
 import pytest
 
 from factories import write_json, write_run
-from replay._bakeoff import replay_differences, results_file_name
+from replay._bakeoff import results_file_name
+from replay._matching import results_differences
 from replay._cli.main import main
 from replay._records import ResultsFile
 
@@ -146,8 +147,8 @@ def test_same_prompt_twice_gets_distinct_results_files(project, capsys):
 def test_replay_differences_and_names():
     recorded = ResultsFile.model_validate({"files": _results(BASE)})
     replayed = ResultsFile.model_validate({"files": _results({**BASE, "a-3": "not_grounded"})})
-    assert replay_differences(recorded, recorded) == []
-    assert replay_differences(recorded, replayed) == [
-        "docs/a.md:a-3: judge_verdict 'source_silent' → 'not_grounded'"]
+    assert results_differences(recorded.files, recorded.files) == []
+    (line,) = results_differences(recorded.files, replayed.files)
+    assert line.startswith("docs/a.md: claim a-3: judge_verdict") and "source_silent" in line and "not_grounded" in line
     assert results_file_name("v3") == "judge-bakeoff-results-v3.json"
     assert results_file_name("prompts/my prompt.md") == "judge-bakeoff-results-my_prompt.json"

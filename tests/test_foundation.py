@@ -3,7 +3,6 @@
 import json
 
 import pytest
-import vcr
 import yaml
 
 from factories import write_json, write_run

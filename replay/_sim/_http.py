@@ -8,7 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
-STAND_IN_HEADER = "x-judge-replay-stand-in"
+from .._mcp import STAND_IN_HEADER
+
 Log = Callable[[str], None]
 
 
