@@ -6,6 +6,7 @@ import hashlib
 import os
 import platform
 import shlex
+import sys
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from urllib.parse import urlsplit
 
 import anthropic
 
-from ._errors import InputError, UsageError
+from ._errors import InputError, ReplayError, UsageError
 from ._io import atomic_write_text, load_claims, load_claims_batch, read_json, write_model
 from ._judge import judge_file
 from ._learn import LearnClient, shared_ssl_context
@@ -116,8 +117,7 @@ def run_judge(
     prompt = load_prompt(prompt_name_or_path)
     batches = load_claims(list(claims_paths))
     pages_run = Run(pages_from) if pages_from is not None else None
-    if run_dir is not None:
-        _refuse_frozen(Path(run_dir), force)
+    frozen = run_dir is not None and _refuse_frozen(Path(run_dir), force)
     key = _api_key(api_key, anthropic_base_url)
 
     stand_ins: set[str] = set()
@@ -140,9 +140,9 @@ def run_judge(
             api_key=key, max_retries=2, concurrency=concurrency, progress=progress, max_turns=max_turns,
             stand_ins=stand_ins,
         )
-    recorded_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    recorded_at = _recorded_at()
     results = ResultsFile(prompt=prompt.name, prompt_sha256=prompt.sha256, model=model, recorded_at=recorded_at,
-                          files=files)
+                          files=files, frozen=frozen)
     if run_dir is not None:
         run_path = Path(run_dir)
         manifest = RunManifest(
@@ -159,11 +159,26 @@ def run_judge(
             versions=_versions(),
             claims=[_claims_entry(p, b) for p, b in batches],
             stats=_stats(recorder, files, counted_by_recorder=not isinstance(recorder, _LiveHttp)),
+            frozen=frozen,
         )
         atomic_write_text(run_path / PROMPT, prompt.text)
         write_model(run_path / RESULTS, results)
         write_model(run_path / MANIFEST, manifest)
+        if mode == "record":
+            _index_pages(Run(run_path))
     return results
+
+
+def _index_pages(run: Run) -> None:
+    """Add the pages a recording read to the page store (`pages history`); the cassettes stay the source
+    of truth, so a store that cannot be written only costs a warning."""
+    from ._pagestore import PageStore, store_folder
+
+    try:
+        with PageStore(store_folder(None)) as store:
+            store.index_run(run)
+    except (OSError, ReplayError) as exc:
+        print(f"judge-replay: warning: page store not updated ({exc})", file=sys.stderr)
 
 
 def replay_run(run: Run | str | Path, *, concurrency: int = 4, progress: bool = False) -> ResultsFile:
@@ -267,21 +282,35 @@ def _preflight(learn_url: str, stand_ins: set[str]) -> None:
             stand_ins.add("learn")
 
 
-def _refuse_frozen(run_dir: Path, force: bool) -> None:
-    if force:
-        return
+def _refuse_frozen(run_dir: Path, force: bool) -> bool:
+    """Whether the run folder holds a frozen run; refuses (UsageError) unless forced. A forced re-record
+    keeps the run frozen."""
     for name in (MANIFEST, RESULTS):
         path = run_dir / name
         if path.is_file():
             data = read_json(path)
             if isinstance(data, dict) and data.get("frozen") is True:
+                if force:
+                    return True
                 raise UsageError(
                     f"{path} is frozen: this run is kept as recorded; use --force to record over it, "
                     "or choose another --run folder"
                 )
+    return False
 
 
 # --------------------------------------------------------------------------- reading a run back
+
+
+def _recorded_at() -> str:
+    """Now, in UTC; or `SOURCE_DATE_EPOCH` when set (the reproducible-builds convention), so that a
+    re-recorded run folder can be byte-identical, manifest included."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    try:
+        when = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch else datetime.now(timezone.utc)
+    except ValueError as exc:
+        raise UsageError(f"SOURCE_DATE_EPOCH must be whole seconds since 1970, not {epoch!r}") from exc
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _run_prompt(run: Run) -> Prompt:

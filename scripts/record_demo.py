@@ -16,8 +16,10 @@ import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
+from replay._errors import ReplayError
 from replay._gate import gate_rule
 from replay._grading import grade_results
 from replay._io import load_claims, load_gold
@@ -33,7 +35,7 @@ CLAIMS = Path("demo/claims")
 PAGES = Path("demo/pages")
 GOLD = Path("demo/gold-correctness-set.json")
 CASSETTES = Path("cassettes")
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-sonnet-4-6"
 LEARN_PORT, MODEL_PORT = 47631, 47632
 """Fixed ports: the stand-in URLs are recorded in the cassettes and manifests, so a re-record is byte-identical."""
 BASELINE, CANDIDATE = "v2-demo", "v3-demo"
@@ -46,6 +48,11 @@ class DemoRun:
     name: str
     prompt: str
     snapshot: str
+
+    @property
+    def recorded_at(self) -> str:
+        """A fixed recording time per page snapshot (mid-month), so re-recording changes no byte."""
+        return f"{self.snapshot}-15T09:00:00Z"
 
 
 RUNS = (
@@ -125,7 +132,7 @@ def expectation_table(gold: GoldSet) -> str:
 # --------------------------------------------------------------------------- recording
 
 
-def record(runs: list[DemoRun]) -> None:
+def record(runs: list[DemoRun], *, force: bool = False) -> None:
     """Record each run with both stand-ins started in-process, through the real record path."""
     from replay._runner import run_judge
     from replay._sim import start_learn, start_model
@@ -135,6 +142,8 @@ def record(runs: list[DemoRun]) -> None:
         for run in runs:
             learn.set_pages(PAGES / run.snapshot)
             print(f"recording {CASSETTES / run.name} (prompt {run.prompt}, pages {run.snapshot})", file=sys.stderr)
+            when = datetime.strptime(run.recorded_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+            os.environ["SOURCE_DATE_EPOCH"] = str(int(when.timestamp()))
             run_judge(
                 run.prompt,
                 [CLAIMS],
@@ -145,7 +154,7 @@ def record(runs: list[DemoRun]) -> None:
                 anthropic_base_url=model.url,
                 concurrency=1,
                 progress=False,
-                force=True,
+                force=force,
             )
 
 
@@ -155,12 +164,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="record only this run (repeatable)")
     parser.add_argument("--expect", action="store_true",
                         help="print the expected verdict table (policy applied directly) without recording")
+    parser.add_argument("--force", action="store_true", help="re-record runs that are frozen (v2-demo is)")
     args = parser.parse_args(argv)
     if args.expect:
         print(expectation_table(load_gold(REPO / GOLD)))
         return 0
     chosen = [r for r in RUNS if not args.only or r.name in args.only]
-    record(chosen)
+    try:
+        record(chosen, force=args.force)
+    except ReplayError as err:
+        print(f"record_demo: {err}", file=sys.stderr)
+        return err.exit_code
     return 0
 
 

@@ -158,7 +158,7 @@ def _runs(tmp_path: Path) -> tuple[Run, Run]:
 def test_report_names_only_the_claims_at_risk_and_the_files_to_re_record(tmp_path):
     old, new = _runs(tmp_path)
     assert old.claims("docs/models.md")[0].claim == CLAIMS[0]  # read back from the rendered prompt
-    from replay._cli.drift import drift_items
+    from replay._drift_runs import drift_items
 
     report = drift_report(run="cassettes/v3-old", against="cassettes/v3-new", items=drift_items(old, {}),
                           old_pages=old.pages, new_pages=new.pages, prompt="v3",

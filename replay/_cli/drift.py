@@ -3,38 +3,22 @@
 from __future__ import annotations
 
 import json
-import shutil
-from collections.abc import Mapping
 from datetime import datetime, timezone
-from pathlib import Path
 
 import click
 from rich.table import Table
 from rich.text import Text
 
-from .._drift import STATUS_ORDER, ClaimEvidence, drift_report, evidence_url
 from .._config import setting
+from .._drift import STATUS_ORDER
+from .._drift_runs import drift_items, record_page_snapshot, run_drift
 from .._errors import CheckFailed, UsageError
-from .._io import load_claims, write_model
-from .._mcp import FETCH_TOOL, normalise_learn_url
+from .._io import load_claims
 from .._pagestore import PageStore, cassettes_root, store_folder
-from .._records import (
-    LEARN_MCP_URL,
-    Claim,
-    ClaimsFileEntry,
-    DriftClaim,
-    DriftReport,
-    FileResult,
-    ResultsFile,
-    RunManifest,
-    ToolCall,
-)
+from .._records import LEARN_MCP_URL, Claim, DriftClaim, DriftReport
 from .._render import console_for
-from .._runs import MANIFEST, RESULTS, Run, cassette_name
-from .._text import sha256_text
+from .._runs import Run
 
-SNAPSHOT_PROMPT = "pages-snapshot"
-"""The `prompt` of a page snapshot folder: it holds Learn fetches only, no judge conversation."""
 _STYLE = {"page-gone": "bold red", "value-changed": "red", "quote-gone": "yellow",
           "changed-quote-intact": "cyan", "unchanged": "green"}
 
@@ -87,107 +71,11 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
         raise CheckFailed(f"drift: {len(report.at_risk)} claim(s) of {report.run} rest on evidence that changed")
 
 
-def run_drift(old_run: Run, new_run: Run, *, run_name: str, against_name: str,
-              claims: Mapping[str, list[Claim]] | None = None, claims_paths: Mapping[str, str] | None = None,
-              today: str) -> DriftReport:
-    """The drift report of `old_run` against the pages of `new_run` (both run folders, read offline)."""
-    items = drift_items(old_run, claims or {})
-    paths = {entry.file: entry.path for entry in old_run.manifest.claims}
-    paths.update(claims_paths or {})
-    return drift_report(
-        run=run_name, against=against_name, items=items, old_pages=old_run.pages, new_pages=new_run.pages,
-        prompt=old_run.manifest.prompt, claims_paths=paths, rerecord_run=f"{run_name}-{today}",
-    )
-
-
-def drift_items(run: Run, overrides: Mapping[str, list[Claim]]) -> list[ClaimEvidence]:
-    """What every verdict of a run rests on: its result's page and quote, and the claim text."""
-    items = []
-    for file_result in run.results.files:
-        claims = {c.id: c for c in overrides.get(file_result.file) or run.claims(file_result.file) or []}
-        answered = set()
-        for result in file_result.results:
-            answered.add(result.id)
-            claim = claims.get(result.id)
-            url = evidence_url(result.evidence_url or None, claim.evidence_url if claim else None, run.pages)
-            items.append(ClaimEvidence(file=file_result.file, id=result.id, claim=claim.claim if claim else None,
-                                       evidence_url=url, verdict=result.judge_verdict, quote=result.evidence_quote))
-        for claim in claims.values():
-            if claim.id not in answered:
-                url = evidence_url(None, claim.evidence_url, run.pages)
-                items.append(ClaimEvidence(file=file_result.file, id=claim.id, claim=claim.claim, evidence_url=url))
-    return items
-
-
 def _claims_overrides(paths: tuple[str, ...]) -> tuple[dict[str, list[Claim]], dict[str, str]]:
     if not paths:
         return {}, {}
     batches = load_claims(list(paths))
     return {b.file: b.claims for _, b in batches}, {b.file: str(p) for p, b in batches}
-
-
-# --------------------------------------------------------------------------- --live: a dated page snapshot
-
-
-def record_page_snapshot(run: Run, learn_url: str, root: Path, now: datetime) -> Path:
-    """Fetch every page `run` read, per claims file, through the recorder into a run-like folder
-    `root/pages-<YYYYMMDD-HHMMSS>/` (usable as `--against`); its path. A failed fetch leaves no folder."""
-    folder = _fresh_folder(root, f"pages-{now:%Y%m%d-%H%M%S}")
-    try:
-        _record_fetches(run, learn_url, folder, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)  # we just created it; half a snapshot is no snapshot
-        raise
-    return folder
-
-
-def _record_fetches(run: Run, learn_url: str, folder: Path, recorded_at: str) -> None:
-    from .._learn import LearnClient
-    from .._recorder import HttpRecorder
-
-    entries: list[ClaimsFileEntry] = []
-    files: list[FileResult] = []
-    stand_in = False
-    with HttpRecorder("record", folder) as recorder:
-        for entry in run.manifest.claims:
-            calls = []
-            with recorder.conversation(entry.file), LearnClient(learn_url) as client:
-                for url in _fetched_urls(run, entry.file):
-                    fetched = client.fetch(url)
-                    sha = None if fetched.missing or fetched.text is None else sha256_text(fetched.text)
-                    calls.append(ToolCall(tool=FETCH_TOOL, arguments={"url": url}, url=url, page_sha256=sha))
-                stand_in = stand_in or client.stand_in
-            entries.append(ClaimsFileEntry(file=entry.file, path=entry.path, sha256=entry.sha256,
-                                           cassette=cassette_name(entry.file)))
-            files.append(FileResult(file=entry.file, results=[], tool_calls=calls))
-    manifest = RunManifest(
-        run_id=folder.name, prompt=SNAPSHOT_PROMPT, prompt_sha256=sha256_text(SNAPSHOT_PROMPT), model="none",
-        mode="record", recorded_at=recorded_at, learn_url=learn_url, claims=entries,
-        stand_ins=["learn"] if stand_in else [], stats=recorder.stats,
-    )
-    write_model(folder / RESULTS, ResultsFile(prompt=SNAPSHOT_PROMPT, prompt_sha256=manifest.prompt_sha256,
-                                              model="none", recorded_at=recorded_at, files=files))
-    write_model(folder / MANIFEST, manifest)  # last: a folder with run.json is a complete snapshot
-
-
-def _fetched_urls(run: Run, claims_file: str) -> list[str]:
-    """The URLs a claims file's conversation fetched, in order, each page once."""
-    seen: dict[str, str] = {}
-    for call in run.learn_calls(claims_file):
-        if call.tool == FETCH_TOOL and "url" in call.arguments:
-            url = str(call.arguments["url"])
-            seen.setdefault(normalise_learn_url(url), url)
-    return list(seen.values())
-
-
-def _fresh_folder(root: Path, name: str) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    folder, n = root / name, 1
-    while folder.exists():
-        n += 1
-        folder = root / f"{name}-{n}"
-    folder.mkdir()
-    return folder
 
 
 # --------------------------------------------------------------------------- terminal output

@@ -11,7 +11,6 @@ from .._config import setting
 from .._errors import UsageError
 from .._io import write_model
 from .._records import LEARN_MCP_URL, VERDICTS, ResultsFile
-from .._runner import run_judge
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 
@@ -53,6 +52,8 @@ def command(
         raise UsageError(f"unexpected argument {more_claims[0]!r}: claims go after --claims")
     if mode != "replay" and (prompt is None or not claims_paths):
         raise UsageError(f"--mode {mode} needs --prompt P and --claims PATH...")
+    from .._runner import run_judge  # imports anthropic (~2 s): only when the judge really runs
+
     results = run_judge(
         prompt,
         list(claims_paths),
