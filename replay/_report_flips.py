@@ -84,9 +84,16 @@ def render_text(report: FlipReport, *, color: bool = False, width: int = 110) ->
     if report.held_despite_page_change:
         console.print()
         console.print(f"[bold]held despite a page change[/] ({len(report.held_despite_page_change)})")
+        elsewhere: dict[str, int] = {}
         for h in report.held_despite_page_change:
+            if h["where"] == "page changed elsewhere":  # listed one by one only when the change came near the claim
+                elsewhere[h["url"]] = elsewhere.get(h["url"], 0) + 1
+                continue
             console.print(f"  {rich_escape(h['file'])} {rich_escape(h['id'])}  {h['verdict']}  "
                           f"({rich_escape(h['url'])}: {rich_escape(h['where'])})", soft_wrap=True)
+        for url, n in sorted(elsewhere.items()):
+            console.print(f"  {n} claim(s) on {rich_escape(url)}: the page changed away from their values and quotes",
+                          soft_wrap=True)
     if report.unpaired:
         console.print()
         console.print(f"[bold]unpaired[/] ({len(report.unpaired)})")

@@ -96,7 +96,7 @@ def print_report(report: DriftReport) -> None:
     table.add_column("verdict", no_wrap=True)
     table.add_column("page", overflow="fold", max_width=40)
     table.add_column("old → new", overflow="fold", ratio=1)
-    for status in STATUS_ORDER[:-1]:  # unchanged claims are only counted: --json lists every claim
+    for status in STATUS_ORDER[:-2]:  # intact and unchanged claims are only counted: --json lists every claim
         group = [c for c in report.claims if c.status == status]
         for c in group:
             table.add_row(Text(c.status, style=_STYLE[c.status]), Text(f"{c.file}:{c.id}"), c.verdict or "-",
@@ -105,6 +105,12 @@ def print_report(report: DriftReport) -> None:
             table.add_section()
     if table.row_count:
         console.print(table)
+    intact: dict[str, int] = {}
+    for c in report.claims:
+        if c.status == "changed-quote-intact":
+            intact[_short_url(c.evidence_url)] = intact.get(_short_url(c.evidence_url), 0) + 1
+    for url, n in sorted(intact.items()):
+        console.print(Text(f"{n} claim(s) on {url}: page changed, their quote and values still there"))
     if counts["unchanged"]:
         console.print(Text(f"{counts['unchanged']} claim(s) unchanged: their page is byte-for-byte the same"))
     if not report.at_risk:
