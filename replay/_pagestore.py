@@ -4,7 +4,7 @@ Keys in the cache:
 
     text:<sha256>      the page text (one copy per distinct content)
     url:<normalised>   {"url": the URL as first read, "seen": {sha256 or "-": {run id: recorded_at}}}
-    run:<run id>       {"manifest_sha256": ..., "pages": [[normalised url, sha256 or "-"], ...]}
+    run:<run id>       {"manifest_sha256": ..., "path": run folder, "pages": [[normalised url, sha256 or "-"], ...]}
 
 "-" stands for a fetch that could not retrieve the page. The store is derived data: `index_runs` rebuilds
 it from the run folders' cassettes, so a fresh clone fills it on first use.
@@ -120,6 +120,7 @@ class PageStore:
                 self._add(url, text, sha, seen_at, run_id)
             self._cache.set(f"run:{run_id}", {
                 "manifest_sha256": manifest_sha,
+                "path": str(run.path.resolve()),
                 "pages": sorted({(normalise_learn_url(u), s or MISSING) for u, _, s in pages}),
             })
         return True
@@ -136,6 +137,22 @@ class PageStore:
             self._cache.set(f"url:{url_key}", entry)
         else:
             self._cache.delete(f"url:{url_key}")
+
+    def prune_missing_runs(self) -> int:
+        """Forget the runs whose folder no longer holds a run (deleted or moved); how many."""
+        gone = []
+        for key in list(self._cache.iterkeys()):
+            if isinstance(key, str) and key.startswith("run:"):
+                entry = self._cache.get(key) or {}
+                path = entry.get("path")
+                if path and not (Path(path) / MANIFEST).is_file():
+                    gone.append((key.removeprefix("run:"), entry))
+        with self._cache.transact():
+            for run_id, entry in gone:
+                for url_key, sha_key in entry.get("pages", []):
+                    self._forget(url_key, sha_key, run_id)
+                self._cache.delete(f"run:{run_id}")
+        return len(gone)
 
     def index_runs(self, runs: Iterable[Run]) -> int:
         """Index every run not yet indexed at its current run.json; how many were (re)indexed."""
@@ -191,6 +208,7 @@ def open_indexed_store(store: str | Path | None = None, cassettes: str | Path | 
         raise InputError(root, "no such cassettes folder")
     page_store = PageStore(store_folder(store))
     try:
+        page_store.prune_missing_runs()
         page_store.index_runs(find_runs(root))
     except BaseException:
         page_store.close()

@@ -85,3 +85,17 @@ def test_index_reads_the_manifest_bytes_not_the_folder_name(tmp_path):
         assert store.index_run(run)
         (run.path / "run.json").write_text(json.dumps({**manifest, "model": "other"}))
         assert store.index_run(Run(run.path))  # changed run.json: indexed again
+
+
+def test_a_deleted_run_is_forgotten(tmp_path):
+    import shutil
+
+    keep = run_reading(tmp_path / "runs" / "keep", V1, "2026-01-01T00:00:00Z")
+    gone = run_reading(tmp_path / "runs" / "gone", V2, "2026-02-01T00:00:00Z")
+    with PageStore(tmp_path / "store") as store:
+        store.index_runs([keep, gone])
+        assert [v.runs for v in store.versions(URL)] == [("keep",), ("gone",)]
+        shutil.rmtree(gone.path)
+        assert store.prune_missing_runs() == 1
+        assert [v.runs for v in store.versions(URL)] == [("keep",)]
+        assert store.prune_missing_runs() == 0
