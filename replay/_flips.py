@@ -573,6 +573,12 @@ def explain_flip(
 
     summary = _summary(primary, evidence, prompt_info, ra, rb, claim, ta, tb, a, b, page_changed,
                        prompt_changed, noise_note)
+    confirmed = evidence.get("confirmed_cause")
+    if primary == "prompt+page" and confirmed in ("prompt", "page"):
+        # Both inputs changed, but a controlled re-run held one fixed: it says which one moved the verdict.
+        primary = confirmed
+        summary = f"{confirmed} (confirmed by a controlled run; the " + (
+            "page" if confirmed == "prompt" else "prompt") + " changed too): " + summary.removeprefix("prompt+page: ")
     flip = Flip(
         file=key[0], id=key[1], verdict_a=ra.judge_verdict, verdict_b=rb.judge_verdict,
         primary_cause=primary, causes=causes, evidence=evidence, summary=summary,

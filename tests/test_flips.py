@@ -235,6 +235,9 @@ def test_crossed_run_confirms_the_page_moved_it(tmp_path):
     write_json(x.path / "run.json", manifest)
     flip = explain_flips(a, b).flips[0]
     assert flip.evidence["confirmed_by"] == "a-prompt-b-pages" and flip.evidence["confirmed_cause"] == "page"
+    # both inputs changed, the controlled run held the prompt fixed: the page is the primary cause
+    assert flip.primary_cause == "page" and flip.causes == ["prompt", "page"]
+    assert flip.summary.startswith("page (confirmed by a controlled run; the prompt changed too): ")
     assert flip.evidence["confirmations"][0]["combination"] == "A's prompt with B's pages"
     assert "confirmed by a-prompt-b-pages: A's prompt with B's pages gives not_grounded → the page moved it" in flip.summary
     assert explain_flips(a, b).confirm_commands == []
