@@ -139,7 +139,8 @@ def adoption_gate(
 
     Within noise: the exact McNemar p on the claims only one version got right is >= 0.05, or the 95% CI
     of a difference that moved (ΔP or ΔR != 0) includes 0. A held metric's CI spanning 0 is what
-    "holds" means, so it does not count.
+    "holds" means, so it does not count. A rejection where a metric is significantly worse (its CI lies
+    wholly below 0) is not within noise.
     """
     adopt, head = gate_rule(baseline_scores, candidate_scores)
     outcomes = paired_outcomes(baseline, candidate, gold)
@@ -163,9 +164,14 @@ def adoption_gate(
         cis.append(text)
         if ci[0] <= 0 <= ci[1]:
             noise.append(f"{text} spans 0")
-    within = bool(noise)
+    # A rejection that rests on a metric significantly worse (its whole CI below 0) is not noise.
+    worse = [f"{name} 95% CI [{ci[0]:.2f}, {ci[1]:.2f}]" for name, delta, ci in (("ΔP", d_p, ci_p), ("ΔR", d_r, ci_r))
+             if delta is not None and delta < 0 and ci is not None and ci[1] < 0]
+    within = bool(noise) and not (not adopt and worse)
     size = f"on a gold set of {len(outcomes)}"
-    if within:
+    if not adopt and worse:
+        reason = f"{head}; {' and '.join(worse)} lies below 0: significantly worse {size}"
+    elif within:
         joiner = "; but " if adopt else "; and the differences are within noise anyway: "
         tail = " and ".join(noise) + (f": within noise {size}" if adopt else f" {size}")
         reason = head + joiner + tail

@@ -99,3 +99,14 @@ def test_missing_results_count_as_wrong_in_the_pairing():
     outcomes = paired_outcomes(_results(["not_grounded", None]), _results([None, "grounded"]), gold)
     assert [(o.baseline, o.candidate, o.baseline_correct, o.candidate_correct) for o in outcomes] == [
         ("TP", "FN", True, False), ("TN", "TN", False, True)]
+
+
+def test_a_rejection_on_a_significantly_worse_metric_is_not_noise():
+    gold = _gold(["outdated"] * 30 + ["correct"] * 30)
+    base = _results(["not_grounded"] * 28 + ["grounded"] * 32)                          # P 28/28, R 28/30
+    cand = _results(["not_grounded"] + ["grounded"] * 59)                               # P 1/1, R 1/30
+    decision = adoption_gate(base, cand, gold, baseline_scores=grade_results(base, gold),
+                             candidate_scores=grade_results(cand, gold))
+    assert not decision.adopt and decision.within_noise is False and decision.delta_recall_ci[1] < 0
+    assert decision.reason.startswith("do not adopt: P 1.00→1.00, R 0.93→0.03")
+    assert decision.reason.endswith("lies below 0: significantly worse on a gold set of 60")
