@@ -123,7 +123,7 @@ def run_judge(
     stand_ins: set[str] = set()
     if pages_run is None:
         _preflight(learn_url, stand_ins)
-    rerecord = _judge_command(prompt.name, [str(p) for p, _ in batches], run_dir, model, learn_url,
+    rerecord = _judge_command(prompt.name, [_display_path(p) for p, _ in batches], run_dir, model, learn_url,
                               anthropic_base_url, pages_from)
     recorder: _Recorder
     if mode == "live" and pages_run is None:
@@ -200,8 +200,10 @@ def _replay(
     from ._recorder import HttpRecorder
 
     m = run.manifest
-    rerecord = _judge_command(prompt.name, [str(p) for p, _ in batches], run.path, m.model, m.learn_url,
-                              m.anthropic_base_url, m.pages_from)
+    rerecord = _judge_command(prompt.name, [_display_path(p) for p, _ in batches], run.path, m.model,
+                              m.learn_url, m.anthropic_base_url, m.pages_from)
+    if m.frozen:
+        rerecord += " --force"
     with HttpRecorder("replay", run.path, pages_from=None, rerecord_hint=rerecord) as recorder:
         files = _judge_all(
             prompt, batches, recorder, model=m.model, learn_url=m.learn_url, base_url=m.anthropic_base_url,
