@@ -1,7 +1,8 @@
 """The bake-off: replay each prompt version's run, grade it, gate candidates against the baseline, list flips.
 
-Also home of frozen baselines: `set_frozen` marks a results file (or a run) frozen; a frozen
-`judge-bakeoff-results-<prompt>.json` is never overwritten with different results unless forced.
+Also home of frozen baselines: `set_frozen` marks a results file (or a run) frozen; a frozen run's
+`judge-bakeoff-results-<prompt>.json` is written frozen, and a frozen one is never overwritten with
+different results unless forced.
 """
 
 from __future__ import annotations
@@ -62,7 +63,9 @@ def set_frozen(path: str | Path, frozen: bool = True) -> list[Path]:
     Returns the files changed. Only a results file with a `files` list can carry the mark.
     """
     path = Path(path)
-    targets = [results_json_path(path), path / MANIFEST] if path.is_dir() else [path]
+    targets = [results_json_path(path)]
+    if path.is_dir() and (path / MANIFEST).is_file():
+        targets.append(path / MANIFEST)
     changed = []
     for p in targets:
         data = read_json(p)
@@ -212,9 +215,10 @@ def _load_version(
 
 
 def _results_to_write(run: Run, results: ResultsFile) -> ResultsFile:
+    """The run's results with its metadata; a frozen run's results file is frozen too."""
     m = run.manifest
     return ResultsFile(prompt=m.prompt, prompt_sha256=m.prompt_sha256, model=m.model, recorded_at=m.recorded_at,
-                       files=results.files)
+                       frozen=is_frozen(run.path), files=results.files)
 
 
 def _plan_writes(versions: list[tuple[Run, ResultsFile]], out_dir: Path) -> list[Path]:
@@ -234,7 +238,7 @@ def _write_results(targets: list[tuple[Path, ResultsFile]], force: bool, warn: W
     refused = []
     for path, results in targets:
         frozen = path.is_file() and is_frozen(path)
-        text = dump_json(results.model_copy(update={"frozen": frozen}).model_dump(mode="json"))
+        text = dump_json(results.model_copy(update={"frozen": frozen or results.frozen}).model_dump(mode="json"))
         existing = path.read_text("utf-8") if path.is_file() else None
         if frozen and existing != text and not force:
             refused.append(path)

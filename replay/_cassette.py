@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -125,7 +126,7 @@ def _readable(body: str | None) -> str | None:
         return body
 
 
-class _BlockDumper(_Dumper):  # type: ignore[misc,valid-type]
+class _BlockDumper(_Dumper):  # type: ignore[misc]
     pass
 
 
@@ -168,10 +169,33 @@ _SESSION = "mcp-session-id"
 _REQUEST_ID = "request-id"
 
 
+def rewrite_sse_json(body: str, change: Callable[[Any], Any] | None = None) -> str:
+    """An SSE body with each `data:` line that holds JSON written compactly (`ensure_ascii=False`), after
+    `change` when given. Line ends and the space after `data:` are kept; other lines are untouched."""
+    lines = body.split("\n")
+    for n, line in enumerate(lines):
+        if not line.startswith("data:"):
+            continue
+        end = "\r" if line.endswith("\r") else ""
+        payload = line[5:].removesuffix("\r")
+        try:
+            message = json.loads(payload)
+        except json.JSONDecodeError:
+            continue
+        if change is not None:
+            message = change(message)
+        lead = " " if payload.startswith(" ") else ""
+        lines[n] = "data:" + lead + json.dumps(message, ensure_ascii=False, separators=(",", ":")) + end
+    return "\n".join(lines)
+
+
 def normalise_recording(interactions: list[Interaction]) -> list[Interaction]:
     """The interactions as a recording stores them: allow-listed lower-case headers; MCP session ids
     renumbered `session-1`, `session-2`... and request ids `req_recorded_0001`... in order of first
-    appearance (also where a body echoes a request id); rate limits `0`; `retry-after` `0`; no dates."""
+    appearance (also where a body echoes a request id); rate limits `0`; `retry-after` `0`; no dates;
+    SSE events' JSON written compactly (a page served from another conversation of the recording, its
+    JSON-RPC id rewritten, is then stored with the same bytes as one fetched live, however the server
+    escaped it)."""
     sessions: dict[str, str] = {}
     request_ids: dict[str, str] = {}
 
@@ -201,6 +225,8 @@ def normalise_recording(interactions: list[Interaction]) -> list[Interaction]:
                 resp_headers[name] = ["0" for _ in values]
             elif name in RESPONSE_HEADERS:
                 resp_headers[name] = list(values)
+        if "text/event-stream" in (it.header("content-type") or "").lower():
+            body = rewrite_sse_json(body)
         out.append(
             Interaction(
                 method=it.method.upper(),

@@ -30,6 +30,7 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from ._mcp import normalise_learn_url
 from ._records import DriftClaim, DriftPage, DriftReport, Verdict
@@ -109,6 +110,14 @@ def _changed(item: ClaimEvidence, old_text: str, new_text: str) -> dict[str, obj
     old_lines, new_lines = _lines(old_text), _lines(new_text)
     exact_new = {normalise_ws(line.line) for line in new_lines}
     quoted = bool(item.quote.strip()) and quote_occurs(item.quote, old_text)
+    old_tokens, new_tokens = _page_tokens(old_lines), _page_tokens(new_lines)
+
+    if not quoted:
+        (grounds_now, words_now), now = _support(new_lines, new_tokens, item.claim, values)
+        (grounded_before, words_before), _ = _support(old_lines, old_tokens, item.claim, values)
+        if now is not None and ((grounds_now and not grounded_before) or words_now > max(words_before, 1)):
+            return {"status": "value-changed", "old": None, "new": now.line.strip(),
+                    "note": "the page now carries the claim's value: a verdict without a quote may now ground"}
 
     for anchor in _anchors(item, old_text):
         twin = _counterpart(anchor.line, new_lines, exact_new)
@@ -116,31 +125,47 @@ def _changed(item: ClaimEvidence, old_text: str, new_text: str) -> dict[str, obj
             return {"status": "value-changed", "old": anchor.line.strip(), "new": twin.line.strip(),
                     "note": f"line {anchor.index + 1} now reads as line {twin.index + 1} with other values"}
 
-    old_tokens, new_tokens = _page_tokens(old_lines), _page_tokens(new_lines)
     quote_gone = quoted and not quote_occurs(item.quote, new_text)
     vanished = sorted(v for v in values if v in old_tokens and v not in new_tokens)
     if vanished:
-        anchor = _value_line(old_lines, values) or _first(_anchors(item, old_text))
-        twin = _counterpart(anchor.line, new_lines, exact_new) if anchor else None
+        value_line = _value_line(old_lines, values, _claim_words(item.claim)) or _first(_anchors(item, old_text))
+        twin = _counterpart(value_line.line, new_lines, exact_new) if value_line else None
         # a removed row or paragraph took the quote with it: that is the quote gone, not a new value
         if twin is not None or not quote_gone:
-            return {"status": "value-changed", "old": anchor.line.strip() if anchor else None,
+            return {"status": "value-changed", "old": value_line.line.strip() if value_line else None,
                     "new": twin.line.strip() if twin else None,
                     "note": f"no longer on the page: {', '.join(vanished)}"}
 
     if quote_gone:
-        anchor = _quote_line(old_text, item.quote)
-        twin = _counterpart(anchor.line, new_lines, exact_new) if anchor else None
-        return {"status": "quote-gone", "old": anchor.line.strip() if anchor else None,
+        quote_line = _quote_line(old_text, item.quote)
+        twin = _counterpart(quote_line.line, new_lines, exact_new) if quote_line else None
+        return {"status": "quote-gone", "old": quote_line.line.strip() if quote_line else None,
                 "new": twin.line.strip() if twin else None, "note": "the recorded quote no longer occurs"}
 
-    if not quoted:
-        now = _grounding_line(new_lines, new_tokens, item.claim, values)
-        if now is not None and _grounding_line(old_lines, old_tokens, item.claim, values) is None:
-            return {"status": "value-changed", "old": None, "new": now.line.strip(),
-                    "note": "the page now carries the claim's value: a verdict without a quote may now ground"}
-
     return {"status": "changed-quote-intact", "note": "the page changed elsewhere"}
+
+
+def claim_line_pair(old_text: str, new_text: str, claim: str | None, quote_a: str = "",
+                    quote_b: str = "") -> tuple[str | None, str | None]:
+    """The changed line a claim rests on and its counterpart, as (old page line, new page line); None on
+    one side for a line removed or added, (None, None) when none of those lines changed. Tried in order:
+    the line of A's quote in the old page, of B's quote in the new page, then of the claim's values in
+    each."""
+    old_lines, new_lines = _lines(old_text), _lines(new_text)
+    exact_old = {normalise_ws(line.line) for line in old_lines}
+    exact_new = {normalise_ws(line.line) for line in new_lines}
+    values, words = _claim_values(claim), _claim_words(claim)
+    tries = [
+        (False, _quote_line(old_text, quote_a)), (True, _quote_line(new_text, quote_b)),
+        (False, _value_line(old_lines, values, words)), (True, _value_line(new_lines, values, words)),
+    ]
+    for in_new, line in tries:
+        if line is None or normalise_ws(line.line) in (exact_old if in_new else exact_new):
+            continue
+        twin = _counterpart(line.line, old_lines if in_new else new_lines, exact_old if in_new else exact_new)
+        found, other = line.line.strip(), twin.line.strip() if twin else None
+        return (other, found) if in_new else (found, other)
+    return None, None
 
 
 # --------------------------------------------------------------------------- lines and tokens
@@ -154,8 +179,13 @@ def _canon(token: str) -> str:
     return str(int(number)) if number == int(number) else repr(number)
 
 
+_HTML_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
+
+
 def _tokset(text: str) -> set[str]:
-    return {_canon(t) for t in line_token_set(text)}
+    """A line's tokens, with HTML tags read as the breaks they render as (`400,000<br>Input` holds
+    `400000`, `requests<sup>1</sup>` holds `requests`)."""
+    return {_canon(t) for t in line_token_set(_HTML_TAG.sub(" ", text))}
 
 
 def _digits(text: str) -> set[str]:
@@ -167,6 +197,10 @@ def _claim_values(claim: str | None) -> set[str]:
     if not claim:
         return set()
     return {_canon(v.rstrip("+")) for v in value_tokens(claim) if v.rstrip("+")}
+
+
+def _claim_words(claim: str | None) -> set[str]:
+    return set(subject_words(claim or ""))
 
 
 def _lines(text: str) -> list[Located]:
@@ -214,13 +248,15 @@ def _quote_line(old_text: str, quote: str) -> Located | None:
     return found
 
 
-def _value_line(lines: list[Located], values: set[str]) -> Located | None:
-    """The line carrying most of the claim's value tokens (first on a tie), if any carries one."""
-    best, best_count = None, 0
+def _value_line(lines: list[Located], values: set[str], words: set[str]) -> Located | None:
+    """The line carrying most of the claim's value tokens, then most of its subject words (first on a
+    tie: `1` is on many lines, `1 K` for Azure for Students on one), if any carries a value."""
+    best, best_score = None, (0, 0)
     for line in lines:
-        count = len(values & _tokset(line.line))
-        if count > best_count:
-            best, best_count = line, count
+        toks = _tokset(line.line)
+        score = (len(values & toks), len(words & toks))
+        if score[0] and score > best_score:
+            best, best_score = line, score
     return best
 
 
@@ -230,7 +266,7 @@ def _anchors(item: ClaimEvidence, old_text: str) -> list[Located]:
     quote_line = _quote_line(old_text, item.quote)
     if quote_line is not None:
         out.append(quote_line)
-    value_line = _value_line(_lines(old_text), _claim_values(item.claim))
+    value_line = _value_line(_lines(old_text), _claim_values(item.claim), _claim_words(item.claim))
     if value_line is not None and all(value_line.index != a.index for a in out):
         out.append(value_line)
     return out
@@ -302,15 +338,24 @@ def _values_differ(old_line: str, new_line: str, values: set[str]) -> bool:
     return False
 
 
-def _grounding_line(lines: list[Located], page_tokens: set[str], claim: str | None, values: set[str]) -> Located | None:
-    """Where the page would ground the claim as the judge policy reads it: every value token occurs in the
-    page (the line carrying most of them), or with no value, one line carries every subject word."""
-    if values:
-        return _value_line(lines, values) if values <= page_tokens else None
-    words = set(subject_words(claim or ""))
-    if not words:
-        return None
-    return next((line for line in lines if words <= _tokset(line.line)), None)
+def _support(lines: list[Located], page_tokens: set[str], claim: str | None,
+             values: set[str]) -> tuple[tuple[bool, int], Located | None]:
+    """How well a page would ground a claim that has no quote: ((whether it grounds as the judge policy
+    reads it, the most subject words on one line carrying every value), the line that best grounds it).
+    The policy grounds a claim when every value token occurs anywhere in the page (or, with no value,
+    when one line carries every subject word); the line count catches the row that now states the
+    claim's fact when its values (`2`) were on the page all along."""
+    words = _claim_words(claim)
+    if not values:
+        line = next((line for line in lines if words and words <= _tokset(line.line)), None)
+        return (line is not None, 0), line
+    best, best_count = None, -1
+    for line in lines:
+        toks = _tokset(line.line)
+        if values <= toks and len(words & toks) > best_count:
+            best, best_count = line, len(words & toks)
+    grounds = values <= page_tokens
+    return (grounds, best_count), best or (_value_line(lines, values, words) if grounds else None)
 
 
 # --------------------------------------------------------------------------- the report
@@ -365,6 +410,7 @@ def _pages(claims: list[DriftClaim]) -> list[DriftPage]:
         if key in out:
             out[key].claims += 1
             continue
+        state: Literal["unchanged", "changed", "gone", "appeared"]
         if c.old_sha256 == c.new_sha256:
             state = "unchanged"
         elif c.new_sha256 is None:

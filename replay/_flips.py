@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ._drift import claim_line_pair
 from ._mcp import normalise_learn_url
 from ._page_diff import changed_values, claim_values_on, line_values, region_diff
 from ._prompts import calibration_rules
@@ -286,7 +287,7 @@ def _page_evidence(
     quote_a = ra.evidence_quote if ra else ""
     quote_b = rb.evidence_quote if rb else ""
     ev: dict[str, Any] = {
-        "url": (cmp.a or cmp.b).url if (cmp.a or cmp.b) else cmp.url,
+        "url": (cmp.a or cmp.b or cmp).url,
         "read_by": [side for side, t in (("a", ta), ("b", tb)) if cmp.url in t.read],
         "cited_by": [side for side, t in (("a", ta), ("b", tb)) if cmp.url == t.cited],
         "sha256_a": cmp.a.sha256 if cmp.a else None,
@@ -319,8 +320,10 @@ def _page_evidence(
     ev["near_claim"] = diff.near_claim
     if diff.note:
         ev["note"] = diff.note
-    if diff.old_line is not None or diff.new_line is not None:
-        ev["old_line"], ev["new_line"] = diff.old_line, diff.new_line
+    if diff.near_claim:
+        old_line, new_line = claim_line_pair(text_a, text_b, claim_text, quote_a, quote_b)
+        if old_line is not None or new_line is not None:
+            ev["old_line"], ev["new_line"] = old_line, new_line
     return ev
 
 
@@ -426,25 +429,35 @@ def _page_reason(pages: list[dict[str, Any]], claim: Claim | None) -> str:
     if not p.get("near_claim"):
         note = p.get("note") or "page changed"
         return f"{name} changed, not near the claim ({note}; {shas})"
-    old, new = p.get("old_line"), p.get("new_line")
+    old: str | None = p.get("old_line")
+    new: str | None = p.get("new_line")
+    if old is None:
+        return f"a line now in {name} reads '{_clip(new)}' ({shas})" if new else f"{name} changed near the claim ({shas})"
+    if new is None:
+        return f"the claim's line was removed from {name}: '{_clip(old)}' ({shas})"
     removed, added = changed_values(old, new)
     values = value_tokens(claim.claim) if claim else []
-    anchor = next((v for v in claim_values_on(old or new, values) if not v.replace(".", "").isdigit()), None)
+    anchor = next((v for v in claim_values_on(old, values) if not v.replace(".", "").isdigit()), None)
     head = f"{anchor} … " if anchor else "… "
     kept = [v for v in line_values(old) if v not in removed and without_thousands(v.lower()) in values
             and without_thousands(v.lower()) != anchor]
-    if removed or added:
-        was = ", ".join([*kept[:1], *removed]) or "—"
-        now = ", ".join([*kept[:1], *added]) or "(gone)"
+    if added and (kept or removed) or removed:
+        was = ", ".join([*kept[:1], *removed])
+        now = ", ".join([*kept[:1], *added]) or "(no value)"
         return f"'{head}{was}' → '{head}{now}' in {name} ({shas})"
-    if new is None:
-        return f"the claim's line was removed from {name} ({shas})"
-    return f"the claim's line changed in {name}: '{_clip(new)}' ({shas})"
+    return f"the claim's line changed in {name}: '{_clip(old, new)}' → '{_clip(new, old)}' ({shas})"
 
 
-def _clip(text: str, n: int = 70) -> str:
+def _clip(text: str, other: str | None = None, n: int = 70) -> str:
+    """A line cut to n characters; with `other`, starting a little before where the two lines differ."""
     text = normalise_ws(text)
-    return text if len(text) <= n else text[: n - 1] + "…"
+    start = 0
+    if other is not None:
+        other = normalise_ws(other)
+        first = next((i for i, (x, y) in enumerate(zip(text, other)) if x != y), min(len(text), len(other)))
+        start = max(0, first - 25)
+    cut = text[start:start + n]
+    return ("…" if start else "") + cut + ("…" if start + n < len(text) else "")
 
 
 def _path_reason(ta: ClaimTrace, tb: ClaimTrace) -> str:
@@ -592,7 +605,7 @@ def explain_flip(
 
 
 def _noise_note(repeats: dict[str, Any]) -> str:
-    group = repeats.get("a_and_b") or repeats.get("a") or repeats.get("b")
+    group: dict[str, Any] = repeats.get("a_and_b") or repeats.get("a") or repeats["b"]
     counts = ", ".join(f"{v} {n}" for v, n in group["verdicts"].items())
     return f"within noise: {group['n']} runs with the same prompt and pages gave {counts} (flip rate {group['flip_rate']:.2f})"
 

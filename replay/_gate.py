@@ -152,10 +152,11 @@ def adoption_gate(
     d_r = _delta(baseline_scores.recall, candidate_scores.recall)
 
     discordant = only_b + only_c
-    split = f"{only_c} only the candidate got right, {only_b} only the baseline"
+    split = (f"{discordant} discordant claim{'' if discordant == 1 else 's'} "
+             f"({only_c} only the candidate got right, {only_b} only the baseline; McNemar p={p_value:.3g})")
     noise: list[str] = []
     if p_value >= ALPHA:
-        noise.append(f"only {discordant} discordant claims ({split}; McNemar p={p_value:.3g})")
+        noise.append(f"only {split}")
     cis: list[str] = []
     for name, delta, ci in (("ΔP", d_p, ci_p), ("ΔR", d_r, ci_r)):
         if delta is None or delta == 0 or ci is None:
@@ -172,11 +173,9 @@ def adoption_gate(
     if not adopt and worse:
         reason = f"{head}; {' and '.join(worse)} lies below 0: significantly worse {size}"
     elif within:
-        joiner = "; but " if adopt else "; and the differences are within noise anyway: "
-        tail = " and ".join(noise) + (f": within noise {size}" if adopt else f" {size}")
-        reason = head + joiner + tail
+        reason = f"{head}; but {' and '.join(noise)}: the decision rests on differences within noise {size}"
     else:
-        evidence = [f"{discordant} discordant claims ({split}; McNemar p={p_value:.3g})"] + cis
+        evidence = [split] + cis
         reason = f"{head}; {', '.join(evidence)}: beyond noise {size}"
     return GateDecision(
         adopt=adopt, reason=reason, within_noise=within, mcnemar_p=p_value,

@@ -114,6 +114,8 @@ def load_claims(paths: list[str | Path]) -> list[tuple[Path, ClaimsBatch]]:
 
 def load_gold(path: str | Path) -> GoldSet:
     gold = validate(path, GoldSet, read_json(path), "gold set")
+    if not gold.items:
+        raise InputError(path, "the gold set has no items: nothing to grade against")
     seen: set[tuple[str, str]] = set()
     for item in gold.items:
         key = (item.file, item.id)

@@ -11,10 +11,10 @@ import anthropic
 
 from ._errors import LearnError, ReplayError
 from ._learn import LearnClient, LearnToolError
-from ._mcp import STAND_IN_HEADER
-from ._mcp import FETCH_TOOL, SEARCH_TOOL, normalise_learn_url
+from ._mcp import FETCH_TOOL, SEARCH_TOOL, STAND_IN_HEADER, normalise_learn_url
 from ._prompts import Prompt
 from ._records import VERDICTS, ClaimResult, ClaimsBatch, FileResult, ToolCall, Usage
+from ._scrub import scrub_text
 from ._text import quote_occurs, sha256_text
 
 NO_VERDICT = "the judge returned no verdict for this claim"
@@ -306,8 +306,11 @@ def _raise_replay_cause(exc: BaseException) -> None:
 
 
 def _api_error_text(exc: anthropic.APIError) -> str:
+    """What went wrong, as the results keep it: the error body's type and message, scrubbed as the
+    cassette stores it, without the request id (normalised in the cassette), so a replay reproduces it."""
     if isinstance(exc, anthropic.APIStatusError):
-        return f"HTTP {exc.status_code}: {exc.message}"
+        detail = ": ".join(part for part in (exc.type, exc.api_message) if part) or _snippet(exc.response.text)
+        return scrub_text(f"HTTP {exc.status_code}: {detail}" if detail else f"HTTP {exc.status_code}")
     if exc.__cause__ is not None:
         return f"{exc.message} ({type(exc.__cause__).__name__}: {exc.__cause__})"
     return exc.message

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -28,10 +29,6 @@ class RegionDiff:
     """Unified diff of the hunks that touch those lines (empty when none does)."""
     note: str
     """`page unchanged`, `page changed elsewhere`, ... ; empty when the diff says it all."""
-    old_line: str | None = None
-    """The claim's line in the old version (the changed line carrying most of its values), if any."""
-    new_line: str | None = None
-    """Its counterpart in the new version."""
 
 
 def _quote_lines(lines: list[str], quote: str) -> set[int]:
@@ -48,24 +45,23 @@ def _quote_lines(lines: list[str], quote: str) -> set[int]:
 
 
 @functools.lru_cache(maxsize=64)
-def _token_sets(text: str) -> tuple[frozenset[str], ...]:
+def _token_sets(lines: tuple[str, ...]) -> tuple[frozenset[str], ...]:
     """Each line's tokens; cached because every claim resting on a page scores the same lines."""
-    return tuple(frozenset(line_token_set(line)) for line in text.splitlines())
+    return tuple(frozenset(line_token_set(line)) for line in lines)
 
 
-def _scores(lines: list[str], words: list[str]) -> list[int]:
+def _scores(lines: list[str], words: Sequence[str]) -> list[int]:
     wanted = set(words)
-    sets = _token_sets("\n".join(lines)) if len(lines) > 20 else [line_token_set(line) for line in lines]
-    return [len(wanted & t) for t in sets]
+    return [len(wanted & t) for t in _token_sets(tuple(lines))]
 
 
-def focus_lines(lines: list[str], values: list[str], quotes: list[str], subjects: list[str] = ()) -> set[int]:
+def focus_lines(lines: list[str], values: Sequence[str], quotes: Sequence[str], subjects: Sequence[str] = ()) -> set[int]:
     """The lines a claim rests on: those carrying most of its value tokens (ties broken by its subject
     words; with no value on the page, the lines sharing most, and at least two, subject words), and
     those holding a quote."""
     hits: set[int] = set()
     by_value = _scores(lines, values)
-    by_subject = _scores(lines, list(subjects))
+    by_subject = _scores(lines, subjects)
     best = max(by_value, default=0)
     if best:
         tied = [i for i, s in enumerate(by_value) if s == best]
@@ -98,9 +94,9 @@ def region_diff(
     old: str,
     new: str,
     *,
-    values: list[str],
-    quotes: list[str],
-    subjects: list[str] = (),
+    values: Sequence[str],
+    quotes: Sequence[str],
+    subjects: Sequence[str] = (),
     old_label: str = "a",
     new_label: str = "b",
     context: int = CONTEXT_LINES,
@@ -123,9 +119,7 @@ def region_diff(
     out = [f"--- {old_label}", f"+++ {new_label}"]
     for hunk in _hunks(ops, chosen, context):
         out.extend(_format_hunk(a, b, hunk, focus_a, focus_b))
-    touched = [tuple(ops[k][1:]) for k in chosen]
-    old_line, new_line = _claim_line_pair(a, b, touched, values, quotes)
-    return RegionDiff(True, True, "\n".join(out) + "\n", "", old_line, new_line)
+    return RegionDiff(True, True, "\n".join(out) + "\n", "")
 
 
 Op = tuple[str, int, int, int, int]
@@ -203,32 +197,17 @@ def _hunks(ops: list[Op], chosen: list[int], context: int) -> list[list[Op]]:
     return [[op for op in h if op[2] > op[1] or op[4] > op[3]] for h in hunks]
 
 
-def _claim_line_pair(
-    a: list[str], b: list[str], touched: list[tuple[int, int, int, int]], values: list[str], quotes: list[str]
-) -> tuple[str | None, str | None]:
-    """Within the touched hunks, the old and new line that carry most of the claim's values."""
-    best: tuple[tuple[int, int], str | None, str | None] = ((-1, -1), None, None)
-    for i1, i2, j1, j2 in touched:
-        olds, news = a[i1:i2], b[j1:j2]
-        so, sn = _scores(olds, values), _scores(news, values)
-        io = max(range(len(olds)), key=lambda k: so[k], default=None)
-        jn = max(range(len(news)), key=lambda k: sn[k], default=None)
-        old_line = olds[io] if io is not None else None
-        new_line = news[jn] if jn is not None else None
-        hits = (so[io] if io is not None else 0) + (sn[jn] if jn is not None else 0)
-        score = (hits, sum(map(len, changed_values(old_line, new_line))))  # prefer a row whose numbers moved
-        if score > best[0]:
-            best = (score, old_line, new_line)
-    return best[1], best[2]
-
-
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
+_MONTH_DATE = re.compile(
+    r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December) \d{1,2}, \d{4}")
+
+
 def line_values(line: str | None) -> list[str]:
-    """The numbers and ISO dates on a line, as written (`1,047,576`, `200k`, `2025-04-14`)."""
-    out: list[str] = []
-    for raw in re.split(r"[\s|]+", line or ""):
+    """The numbers and dates on a line, as written (`1,047,576`, `200k`, `2025-04-14`, `May 20, 2025`)."""
+    out = list(dict.fromkeys(_MONTH_DATE.findall(line or "")))
+    for raw in re.split(r"[\s|]+", _MONTH_DATE.sub(" ", line or "")):
         tok = raw.strip(".,;:!?()[]*`")
         if tok and (parse_number(tok) is not None or _DATE.match(tok)) and tok not in out:
             out.append(tok)

@@ -49,12 +49,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from ._cassette import CASSETTE_SUFFIX, Interaction, load_cassette, normalise_recording, save_cassette
+from ._cassette import CASSETTE_SUFFIX, Interaction, load_cassette, normalise_recording, rewrite_sse_json, save_cassette
 from ._errors import CassetteMiss, InputError, UsageError
 from ._matching import CanonicalRequest, RequestKey, canonical_request, closest, results_differences
 from ._mcp import normalise_learn_url
 from ._records import RunStats
 from ._runs import cassette_name
+from ._scrub import scrub_text
 
 MODES = ("live", "record", "replay")
 _ONLY_HTTPX = ("httplib", "requests", "boto3", "urllib3", "httplib2", "tornado", "aiohttp")
@@ -229,7 +230,7 @@ class HttpRecorder:
 
     def __enter__(self) -> HttpRecorder:
         if self.intercepting:
-            from vcr.patch import CassettePatcherBuilder
+            from vcr.patch import CassettePatcherBuilder  # type: ignore[import-untyped]
 
             stack = ExitStack()
             try:
@@ -293,12 +294,16 @@ class HttpRecorder:
             if tape is None:
                 raise self._miss(None, creq, detail="it was made outside any conversation, and replay answers only a conversation's requests")
             i = tape.take(creq)
+            if i is None and (stored := _as_stored(request, creq)) is not None:
+                i = tape.take(stored)
             if i is None:
                 raise self._miss(tape, creq)
             self._count(creq)
             return _playback(tape.recorded[i], creq, request)
         if creq.kind == "learn" and self._pool is not None:
             served = self._pool.get(creq)
+            if served is None and (stored := _as_stored(request, creq)) is not None:
+                served = self._pool.get(stored)
             if served is None:
                 raise self._miss(tape, creq, pool=self._pool)
         else:
@@ -384,6 +389,16 @@ class HttpRecorder:
         )
 
 
+def _as_stored(request: Any, creq: CanonicalRequest) -> CanonicalRequest | None:
+    """The request as a cassette stores it (scrubbed), when that differs: a claim quoting an org id, or a
+    key in the URL's query, is stored scrubbed and must still be found. Only tried after a miss (scrubbing
+    a large body costs more than the look-up)."""
+    body = request.body
+    text = bytes(body).decode("utf-8", "replace") if isinstance(body, (bytes, bytearray)) else (body or "")
+    stored = canonical_request(request.method, scrub_text(request.uri), scrub_text(text))
+    return stored if stored.key != creq.key else None
+
+
 def _fetch_url(creq: CanonicalRequest) -> str | None:
     args = (creq.body.get("params") or {}).get("arguments") if isinstance(creq.body, dict) else None
     url = args.get("url") if isinstance(args, dict) else None
@@ -411,33 +426,19 @@ def _playback(it: Interaction, creq: CanonicalRequest, request: Any) -> dict[str
 
 def _with_rpc_id(body: str, rpc_id: Any) -> str:
     """The reply with the id of its JSON-RPC response set to `rpc_id` (a JSON body or SSE events)."""
+
+    def follow(message: Any) -> Any:
+        return {**message, "id": rpc_id} if _is_response(message) else message
+
     if body.lstrip().startswith("{"):
         try:
             message = json.loads(body)
         except json.JSONDecodeError:
             return body
         if _is_response(message) and message["id"] != rpc_id:
-            message["id"] = rpc_id
-            return json.dumps(message, ensure_ascii=False)
+            return json.dumps(follow(message), ensure_ascii=False)
         return body
-    lines = body.split("\n")
-    for n, line in enumerate(lines):
-        if not line.startswith("data:"):
-            continue
-        end = "\r" if line.endswith("\r") else ""
-        payload = line[5:].removesuffix("\r")
-        try:
-            message = json.loads(payload)
-        except json.JSONDecodeError:
-            continue
-        if _is_response(message):
-            if message["id"] == rpc_id:
-                return body
-            message["id"] = rpc_id
-            lead = " " if payload.startswith(" ") else ""
-            lines[n] = "data:" + lead + json.dumps(message, ensure_ascii=False, separators=(",", ":")) + end
-            return "\n".join(lines)
-    return body
+    return rewrite_sse_json(body, follow)
 
 
 def _is_response(message: Any) -> bool:

@@ -315,15 +315,7 @@ def _html_flip(f: Flip) -> str:
             if r:
                 where = "both" if r["in_a"] and r["in_b"] else "only B" if r["in_b"] else "only A" if r["in_a"] else "neither"
                 items.append(f"{key[-1].upper()} cites {_e(r['rule'])} ({_e(r.get('title') or '?')}): defined in {where}")
-        if prompt.get("rules_added"):
-            items.append("rules added: " + _e(", ".join(f"{k} {v}" for k, v in prompt["rules_added"].items())))
-        if prompt.get("rules_removed"):
-            items.append("rules removed: " + _e(", ".join(prompt["rules_removed"])))
-        for key, label in (("sections_added", "sections added"), ("sections_removed", "sections removed")):
-            if prompt.get(key):
-                items.append(f"{label}: " + _e("; ".join(prompt[key])))
-        if prompt.get("sections_changed"):
-            items.append("sections changed: " + _e("; ".join(c["heading"] for c in prompt["sections_changed"])))
+        items.append('the prompt changed: <a href="#prompt">what differs</a>')
         parts.append("<h3>Prompt</h3><ul class=\"tight\">" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
     for page in ev.get("pages", []):
         sha = f"sha {(page.get('sha256_a') or 'none')[:8]} → {(page.get('sha256_b') or 'none')[:8]}"
@@ -360,6 +352,23 @@ def _html_flip(f: Flip) -> str:
     return "\n".join(parts)
 
 
+def _prompt_items(prompt: dict[str, Any]) -> list[str]:
+    """The run-level prompt differences, as HTML list items."""
+    items = []
+    if prompt.get("rules_added"):
+        items.append("rules added: " + _e(", ".join(f"{k} {v}" for k, v in prompt["rules_added"].items())))
+    if prompt.get("rules_removed"):
+        items.append("rules removed: " + _e(", ".join(prompt["rules_removed"])))
+    if prompt.get("rules_changed"):
+        items.append("rules reworded: " + _e(", ".join(prompt["rules_changed"])))
+    for key, label in (("sections_added", "sections added"), ("sections_removed", "sections removed")):
+        if prompt.get(key):
+            items.append(f"{label}: " + _e("; ".join(prompt[key])))
+    if prompt.get("sections_changed"):
+        items.append("sections changed: " + _e("; ".join(c["heading"] for c in prompt["sections_changed"])))
+    return items
+
+
 def _versions(side: dict[str, Any]) -> str:
     v = side.get("versions") or {}
     return "(" + ", ".join(f"{k} {v[k]}" for k in sorted(v)) + ")" if v else ""
@@ -376,7 +385,11 @@ def render_html(report: FlipReport) -> str:
     runs = report.runs
     if runs:
         body.append(f'<p class="meta">model A {_e(runs["a"].get("model"))} · model B {_e(runs["b"].get("model"))}</p>')
-    body.append(f'<p class="meta">{_e(_counts_line(report))}</p><div class="chips">{chips}</div></header><main>')
+    body.append(f'<p class="meta">{_e(_counts_line(report))}</p><div class="chips">{chips}</div>')
+    if report.prompt.get("changed"):  # once here, not in every flip: it is the same for all of them
+        body.append(f'<details id="prompt" open><summary>what differs between the prompts</summary>'
+                    f'<ul class="tight">{"".join(f"<li>{i}</li>" for i in _prompt_items(report.prompt))}</ul></details>')
+    body.append("</header><main>")
     if not report.flips:
         body.append("<h2>No verdict moved</h2>")
     for cause, flips in groups:

@@ -35,6 +35,7 @@ from ._records import (
     RunStats,
 )
 from ._runs import MANIFEST, PROMPT, RESULTS, Run, cassette_name
+from ._scrub import scrub_text
 
 NO_KEY = (
     "ANTHROPIC_API_KEY is not set: live and record modes call the Anthropic API "
@@ -152,8 +153,8 @@ def run_judge(
             model=model,
             mode=mode,
             recorded_at=recorded_at,
-            learn_url=learn_url,
-            anthropic_base_url=anthropic_base_url,
+            learn_url=scrub_text(learn_url),  # a run folder is committed: no key from a URL's query in it
+            anthropic_base_url=scrub_text(anthropic_base_url) if anthropic_base_url else None,
             pages_from=_display_path(pages_run.path) if pages_run else None,
             stand_ins=sorted(stand_ins),
             versions=_versions(),

@@ -3,15 +3,23 @@
 What counts as a secret (the same rules scrub and audit):
 - the value of a credential header (`authorization`, `x-api-key`, cookies, Anthropic organization,
   workspace and user-profile ids, `proxy-authorization`, `api-key`), in either SDK generation;
-- anywhere in a body or URI: Anthropic keys (`sk-ant-...`) and other `sk-` keys, `Bearer <token>`,
+- anywhere in a body or URI: Anthropic keys (`sk-ant-...`) and other `sk-` keys, `Bearer <token>` (a
+  token has a digit: "bearer authentication" in a page is prose),
   `x-api-key: <value>` echoed in a message, UUIDs next to the word organization/org (how Anthropic
   error bodies carry the org id), JSON fields such as `"api_key"`, `"password"`, `"access_token"`,
   and key-like query parameters.
 
 Scrubbing replaces the secret with `REDACTED` (header values become `REDACTED`). Values that are
-obviously placeholders already (`REDACTED`, `**REDACTED**`, `X-API-KEY-XXX`, `<your key>`, ...) are left
-alone and never reported. The audit loads YAML or JSON generically, so it reads stock vcrpy cassettes,
-pydantic-ai's `parsed_body` variant and our own alike, and any other YAML/JSON file it is given.
+obviously placeholders already (`REDACTED`, `**REDACTED**`, `X-API-KEY-XXX`, `<your key>`, Learn's example
+GUIDs such as `aaaabbbb-0000-cccc-1111-dddd2222eeee`, ...) are left alone and never reported.
+
+Scrubbing is applied to Learn page text too (scrub and audit share one rule set, so a fresh cassette
+always passes its audit, and a page inside a model request is scrubbed exactly as the Learn reply
+it came from); the patterns are kept narrow enough not to fire on documentation prose. A replayed
+request that misses is looked up again as scrubbed (`_recorder`), as a cassette stores it.
+
+The audit loads YAML or JSON generically, so it reads stock vcrpy cassettes, pydantic-ai's `parsed_body`
+variant and our own alike, and any other YAML/JSON file it is given.
 """
 
 from __future__ import annotations
@@ -54,26 +62,33 @@ _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("anthropic key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")),
     ("api key", re.compile(r"(?<![A-Za-z0-9_\-])sk-(?!ant-)(?:proj-)?[A-Za-z0-9_\-]{20,}")),
-    ("bearer token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/=\-]{12,})")),
+    # a token has a digit: "bearer authentication" in a page or a claim is prose, not a secret
+    ("bearer token", re.compile(r"(?i)\bbearer\s+((?=[A-Za-z0-9._~+/=\-]*\d)[A-Za-z0-9._~+/=\-]{12,})")),
     ("x-api-key value", re.compile(r"(?i)x-api-key[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9._\-]{12,})")),
     ("organization id", re.compile(r"(?i)(?<![a-z])org(?:ani[sz]ation)?[\w\s\-\"':=()]{0,40}?(" + _UUID + ")")),
     (
         "secret field",
         re.compile(r"(?i)\"(?:api_?key|x-api-key|access_token|refresh_token|client_secret|password|secret)\"\s*:\s*\"([^\"]{8,})\""),
     ),
-    ("credential in URL", re.compile(r"(?i)[?&](?:api_?key|access_token|token|sig)=([^&\s#\"']{8,})")),
+    ("credential in URL", re.compile(r"(?i)[?&](?:api[_-]?key|key|subscription-key|access_token|token|sig)=([^&\s#\"']{8,})")),
 )
 # Cheap pre-check: a text holding none of these cannot match any pattern above.
-_TRIGGER = re.compile(r"(?i)sk-|bearer|api-?key|api_key|org|token|secret|password|sig=")
+_TRIGGER = re.compile(r"(?i)sk-|bearer|api-?key|api_key|key=|org|token|secret|password|sig=")
 _PLACEHOLDER_RE = re.compile(
     r"(?i)redacted|placeholder|scrubbed|filtered|dummy|fake|example|changeme|your[_\- ]|\*{3,}|<[^>]*>|\$\{?[a-z_]+"
     r"|(?:^|[^a-z0-9])x{3,}(?:[^a-z0-9]|$)|^(?:test|none|null|not_given|n/a|-)?$|^(?:0+-?)+$"
 )
 
 
+# Microsoft Learn's example GUIDs (`aaaabbbb-0000-cccc-1111-dddd2222eeee`): runs of four equal characters.
+_EXAMPLE_GUID = re.compile(r"(?i)^(?:([0-9a-f])\1{3}-?)+$")
+
+
 def is_placeholder(value: str) -> bool:
-    """True for values that are obviously not a real secret (`REDACTED`, `X-API-KEY-XXX`, `<key>`...)."""
-    return bool(_PLACEHOLDER_RE.search(value.strip()))
+    """True for values that are obviously not a real secret (`REDACTED`, `X-API-KEY-XXX`, `<key>`,
+    Learn's example GUIDs...)."""
+    value = value.strip()
+    return bool(_PLACEHOLDER_RE.search(value) or _EXAMPLE_GUID.match(value))
 
 
 def find_secrets(text: str) -> Iterator[tuple[str, str, int, int]]:

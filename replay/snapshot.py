@@ -412,8 +412,8 @@ def explain_mismatch(
     run_path: Path | None = None,
     detailed: bool = True,
 ) -> list[str]:
-    """The assertion message: every claim whose verdict flipped, claims added and removed, other claim
-    changes, and the commands that explain and accept them."""
+    """The assertion message: a summary and the commands that explain and accept the change, then every
+    claim whose verdict flipped, claims added and removed, and other claim changes."""
     new = _parse(received)
     folder = f"{_display(snapshot_folder)}/"
     run_name = snapshot_folder.name
@@ -426,11 +426,22 @@ def explain_mismatch(
     added = sorted(new.claims.keys() - old.claims.keys())
     removed = sorted(old.claims.keys() - new.claims.keys())
     changed = sorted(k for k in new.claims.keys() & old.claims.keys() if k not in flipped and new.claims[k] != old.claims[k])
+    # The summary and the commands come first: pytest cuts an assertion message after 8 lines (640
+    # characters) unless run with -vv, and the claims listed after them can be many.
     lines = [f"run {run_name} differs from its snapshot {folder}: {_plural(len(flipped), 'verdict')} flipped, "
              f"{_plural(len(added), 'claim')} added, {len(removed)} removed"
              + (f", {len(changed)} changed otherwise" if changed else "")]
+    if flipped or added or removed:
+        explain = "explain the flips" if flipped else "compare the runs"
+        if run_path and not Path(run_label).is_absolute():
+            lines.append(f"{explain}: git worktree add ../snapshotted HEAD && "
+                         f"judge-replay diff ../snapshotted/{run_label} {run_label}")
+        else:
+            lines.append(f"{explain}: judge-replay diff <run {run_name} as recorded when snapshotted> {run_label}")
+    lines.append(f"accept: pytest --snapshot-update, then review `git diff {folder}`")
     if not detailed:
         return lines
+    summary = len(lines)
     old_version, new_version = old.header.get("serializer_version"), new.header.get("serializer_version")
     if old.header and old_version != new_version:
         lines.append(f"  the snapshot was written by serializer version {old_version}, this is version "
@@ -452,14 +463,6 @@ def explain_mismatch(
                 for k in sorted(was.keys() | now.keys()) if was.get(k) != now.get(k)]
         lines.append(f"  {file}:{cid}  same verdict ({_verdict(now)}), changed: {', '.join(what)}")
     lines.extend(f"  {folder}{entry}: not a readable verdict snapshot" for entry in old.unreadable)
-    if len(lines) == 1 and not old.unreadable:
+    if len(lines) == summary and not old.unreadable:
         lines.append("  the claims are the same: the snapshot files differ only in their formatting")
-    if flipped or added or removed:
-        explain = "explain the flips" if flipped else "compare the runs"
-        if run_path and not Path(run_label).is_absolute():
-            lines.append(f"{explain}: git worktree add ../snapshotted HEAD && "
-                         f"judge-replay diff ../snapshotted/{run_label} {run_label}")
-        else:
-            lines.append(f"{explain}: judge-replay diff <run {run_name} as recorded when snapshotted> {run_label}")
-    lines.append(f"accept: pytest --snapshot-update, then review `git diff {folder}`")
     return lines

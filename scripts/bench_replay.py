@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import httpx
-import vcr
+import vcr  # type: ignore[import-untyped]
 
 from replay._cassette import Interaction, save_cassette
 from replay._recorder import HttpRecorder

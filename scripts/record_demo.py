@@ -1,6 +1,7 @@
 """Record the bundled demo runs (`cassettes/*-demo*`) through the real record path with the local stand-ins.
 
-    python scripts/record_demo.py                 # record all five demo runs
+    python scripts/record_demo.py                 # record the demo runs, except frozen ones (v2-demo)
+    python scripts/record_demo.py --force         # all five, frozen ones too (they stay frozen)
     python scripts/record_demo.py --only v3-demo  # record one (repeatable)
     python scripts/record_demo.py --expect        # print the verdicts the stand-in policy will give
 
@@ -18,7 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
+from replay._bakeoff import is_frozen
 from replay._errors import ReplayError
 from replay._gate import gate_rule
 from replay._grading import grade_results
@@ -67,14 +70,16 @@ RUNS = (
 # --------------------------------------------------------------------------- expected verdicts (pure)
 
 
-def page_for(claim: dict, pages: dict[str, Page]) -> tuple[str, str | None]:
+def page_for(claim: dict[str, Any], pages: dict[str, Page]) -> tuple[str, str | None]:
     """The page the model stand-in judges a claim on: its evidence_url, else the top search result."""
     url = claim.get("evidence_url") or next(iter(search_result_urls(search_text(pages, claim["claim"]))), "")
     page = pages.get(normalise_learn_url(url)) if url else None
     return url, page.body if page is not None else None
 
 
-def expected_results(prompt_text: str, pages: dict[str, Page], batches: Iterable[tuple[str, list[dict]]]) -> ResultsFile:
+def expected_results(
+    prompt_text: str, pages: dict[str, Page], batches: Iterable[tuple[str, list[dict[str, Any]]]]
+) -> ResultsFile:
     """What a run of the model stand-in gives on these pages, computed with its policy directly."""
     files = []
     for file, claims in batches:
@@ -82,7 +87,7 @@ def expected_results(prompt_text: str, pages: dict[str, Page], batches: Iterable
         for claim in claims:
             url, body = page_for(claim, pages)
             verdict = judge_claim(claim, body, prompt_text)
-            results.append(ClaimResult(id=claim["id"], evidence_url=url, **verdict))
+            results.append(ClaimResult.model_validate({"id": claim["id"], "evidence_url": url, **verdict}))
         files.append(FileResult(file=file, results=results))
     return ResultsFile(files=files)
 
@@ -132,6 +137,11 @@ def expectation_table(gold: GoldSet) -> str:
 # --------------------------------------------------------------------------- recording
 
 
+def frozen_runs(runs: Iterable[DemoRun]) -> list[DemoRun]:
+    """The runs whose folder is frozen (v2-demo is): kept as recorded unless --force."""
+    return [run for run in runs if is_frozen(REPO / CASSETTES / run.name)]
+
+
 def record(runs: list[DemoRun], *, force: bool = False) -> None:
     """Record each run with both stand-ins started in-process, through the real record path."""
     from replay._runner import run_judge
@@ -170,6 +180,12 @@ def main(argv: list[str] | None = None) -> int:
         print(expectation_table(load_gold(REPO / GOLD)))
         return 0
     chosen = [r for r in RUNS if not args.only or r.name in args.only]
+    if not args.force:
+        for run in frozen_runs(chosen):
+            print(f"skipping {CASSETTES / run.name}: frozen, kept as recorded (--force re-records it)", file=sys.stderr)
+            chosen.remove(run)
+    if not chosen:
+        return 0
     try:
         record(chosen, force=args.force)
     except ReplayError as err:

@@ -99,7 +99,7 @@ def test_bakeoff_markdown_flags_and_adopt(project, capsys):
     text = capsys.readouterr().out
     assert text.startswith("## Judge prompt bake-off")
     assert "| v2 (baseline) | runs/v2b | claude-test | 1.000 | 0.500 |" in text
-    assert "- gate: ADOPT" in text and "- adopt: P 1.00→1.00, R 0.50→1.00; but only 1 discordant claims" in text
+    assert "- gate: ADOPT" in text and "- adopt: P 1.00→1.00, R 0.50→1.00; but only 1 discordant claim (" in text
     assert "<details><summary>Disagreements of v2 (runs/v2b) with the gold set: 1</summary>" in text
 
 
@@ -120,6 +120,22 @@ def test_frozen_results_file_is_not_overwritten(project, capsys):
     assert main(["bakeoff", "--no-replay", "--force", "--json"]) == 0
     rewritten = json.loads((project / "judge-bakeoff-results-v2.json").read_text())
     assert rewritten["frozen"] is True and rewritten["files"][0]["results"][0]["judge_verdict"] == "not_grounded"
+
+
+def test_a_frozen_runs_results_file_is_written_frozen(project, capsys):
+    assert main(["grade", "cassettes/v2-demo", "--freeze"]) == 0
+    assert main(["bakeoff", "--no-replay", "--json"]) == 0
+    capsys.readouterr()
+    assert json.loads((project / "judge-bakeoff-results-v2.json").read_text())["frozen"] is True
+    assert json.loads((project / "judge-bakeoff-results-v3.json").read_text())["frozen"] is False
+    # the frozen run re-recorded (forced, so it stays frozen) with other verdicts: the file is kept
+    write_run(project / "cassettes" / "v2-demo", prompt="v2", model="claude-x", results=_results(CAND),
+              pages={"docs/a.md": {URL: PAGE}}, recorded_at="2026-11-01T00:00:00Z")
+    assert main(["grade", "cassettes/v2-demo", "--freeze"]) == 0
+    before = (project / "judge-bakeoff-results-v2.json").read_text()
+    assert main(["bakeoff", "--no-replay"]) == 2
+    assert "refusing to overwrite frozen results" in capsys.readouterr().err
+    assert (project / "judge-bakeoff-results-v2.json").read_text() == before
 
 
 def test_bakeoff_usage_errors(project, capsys):

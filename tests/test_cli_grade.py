@@ -115,3 +115,18 @@ def test_freeze_a_run_and_a_results_file(project, capsys):
     bare = write_json(project / "bare.json", _file("grounded", "grounded"))
     assert main(["grade", str(bare), "--freeze"]) == 2
     assert "bare.json: cannot be frozen" in capsys.readouterr().err
+
+
+def test_a_folder_holding_only_a_results_json_is_graded_and_frozen(project, capsys):
+    (project / "hand").mkdir()
+    write_json(project / "hand" / "results.json", {"files": _file("not_grounded", "grounded")})
+    assert main(["grade", "hand", "--gold", "gold.json", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["tp"], out["fp"], out["fn"], out["tn"]) == (1, 0, 1, 1)
+    assert out["errors"][0]["page_note"] == "no recorded pages: the results are not a run folder (give --run RUN)"
+    assert main(["grade", "hand", "--freeze"]) == 0
+    assert "froze hand/results.json" in capsys.readouterr().err
+    assert json.loads((project / "hand" / "results.json").read_text())["frozen"] is True
+    (project / "empty").mkdir()
+    assert main(["grade", "runs/v3", "--gold", "gold.json", "--baseline", "empty"]) == 2
+    assert capsys.readouterr().err == "judge-replay: empty: run folder has no results.json\n"

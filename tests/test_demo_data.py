@@ -155,3 +155,11 @@ def test_demo_readme_shows_the_table_the_policy_gives(gold: GoldSet) -> None:
 def test_recorded_demo_runs_hold_the_verdicts_the_policy_gives(run: str, scores: dict) -> None:
     recorded = load_results(REPO / "cassettes" / run)
     assert _verdicts(recorded) == _verdicts(scores[run][0]), f"cassettes/{run} is stale: re-record it"
+
+
+def test_re_recording_keeps_frozen_runs_unless_forced(capsys: pytest.CaptureFixture[str]) -> None:
+    assert [run.name for run in record_demo.frozen_runs(record_demo.RUNS)] == ["v2-demo"]
+    before = (REPO / "cassettes" / "v2-demo" / "run.json").read_bytes()
+    assert record_demo.main(["--only", "v2-demo"]) == 0  # nothing left to record: no stand-in is started
+    assert "skipping cassettes/v2-demo: frozen, kept as recorded (--force re-records it)" in capsys.readouterr().err
+    assert (REPO / "cassettes" / "v2-demo" / "run.json").read_bytes() == before

@@ -175,3 +175,23 @@ def test_report_names_only_the_claims_at_risk_and_the_files_to_re_record(tmp_pat
 def test_claim_without_a_cited_page_is_not_at_risk():
     d = claim_drift(ClaimEvidence("f", "a", "X is 5.", None, "source_silent", ""), None, None)
     assert d.status == "unchanged" and d.note
+
+
+def test_removed_row_with_a_common_value_is_quote_gone_not_an_unrelated_lines_change():
+    # "1 K" for Azure for Students: `1` is on many lines; the row that held it (and the quote) was removed
+    c = CHANGES[28]
+    d = drift_of(28, "Azure for Students subscriptions get 1 K TPM for all models.", c["before"])
+    assert d.status == "quote-gone" and d.old == c["before"] and d.new is None
+
+
+def test_unquoted_claim_whose_fact_is_now_on_a_new_row_is_at_risk_although_its_value_was_on_the_page():
+    # `2` was on the old quotas page (DALL-E rows); the Sora 2 row that now states the claim is new
+    c = CHANGES[26]
+    d = drift_of(26, "The default Sora 2 quota is 2 job requests per minute.", "", verdict="source_silent")
+    assert d.status == "value-changed" and d.old is None and d.new == c["after"].strip()
+
+
+def test_values_behind_html_line_breaks_count_as_on_the_line():
+    # the gpt-5.2 row states its context window as `400,000<br><br>Input: ...`
+    d = drift_of(34, "gpt-5.2 2025-12-11 has a context window of 400,000 tokens.", "", verdict="source_silent")
+    assert d.status == "value-changed" and d.new.startswith("| `gpt-5.2` (2025-12-11) |")

@@ -6,7 +6,7 @@ import replay
 def test_all_lists_exactly_the_public_names():
     public = sorted(name for name in dir(replay) if not name.startswith(("_", "@")))  # @: pytest assert rewriting
     # submodules imported by the facade or by pytest show up as attributes
-    modules = {"snapshot", "pytest_plugin"}  # public modules: the syrupy extension, the pytest plugin
+    modules = {"snapshot", "pytest_plugin", "prompts"}  # public modules: syrupy extension, pytest plugin, prompt files
     assert sorted(set(public) - modules) == sorted(replay.__all__)
     assert replay.__all__ == sorted(replay.__all__)
 

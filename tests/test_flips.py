@@ -281,3 +281,41 @@ def test_bad_run_folder_is_an_input_error(tmp_path):
 
     with pytest.raises(InputError, match="no such run folder"):
         Run(tmp_path / "nope")
+
+
+def test_page_diff_of_a_section_added_at_the_end_of_a_real_page(tmp_path):
+    # the after page of change #34 gains whole sections; a touched hunk ends in blank lines (it used to crash)
+    c = change(34)
+    url = c["page_url"]
+    before, after = learn_page("before", c["file"]), learn_page("after", c["file"])
+    claim = {"id": "gpt52", "claim": "gpt-5.2 2025-12-11 has a context window of 400,000 tokens.",
+             "claim_type": "version", "evidence_url": url}
+    a = run(tmp_path / "a", "v3", V3, [result("gpt52", "source_silent", url=url)], {url: before}, claims=[claim])
+    b = run(tmp_path / "b", "v3", V3, [result("gpt52", "grounded", c["after"].strip(), url=url)], {url: after},
+            claims=[claim])
+    [flip] = explain_flips(a, b).flips
+    assert flip.primary_cause == "page" and flip.evidence["pages"][0]["near_claim"] is True
+    assert "+" + c["after"] in flip.evidence["pages"][0]["diff"].splitlines()
+
+
+@pytest.mark.parametrize("n, claim, expected", [
+    # the retirements page was restructured: the row moved far down, re-padded
+    (8, "text-embedding-ada-002 version 2 retires no earlier than October 3, 2025.",
+     "'text-embedding-ada-002 … 2, October 3, 2025' → 'text-embedding-ada-002 … 2, April 30, 2026'"),
+    # a row added where A found nothing: not some other line that carries an `11`
+    (16, "gpt-4.1 2025-04-14 retires no earlier than April 11, 2026.",
+     "a line now in model-retirements reads '| `gpt-4.1` | 2025-04-14 | No earlier than April 11, 2026 | |'"),
+])
+def test_page_flip_summary_names_the_claims_row_before_and_after(tmp_path, n, claim, expected):
+    c = change(n)
+    url = c["page_url"]
+    before, after = learn_page("before", c["file"]), learn_page("after", c["file"])
+    item = {"id": "c", "claim": claim, "claim_type": "status", "evidence_url": url}
+    if c["before"] is None:
+        ra, rb = result("c", "source_silent", url=url), result("c", "grounded", c["after"].strip(), url=url)
+    else:
+        ra, rb = result("c", "grounded", c["before"].strip(), url=url), result("c", "not_grounded", url=url)
+    a = run(tmp_path / "a", "v3", V3, [ra], {url: before}, claims=[item])
+    b = run(tmp_path / "b", "v3", V3, [rb], {url: after}, claims=[item])
+    [flip] = explain_flips(a, b).flips
+    assert flip.primary_cause == "page" and expected in flip.summary

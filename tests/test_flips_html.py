@@ -67,3 +67,20 @@ def test_html_report_renders_in_chromium(tmp_path, monkeypatch):
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     if os.environ.get("JUDGE_REPLAY_KEEP_SCREENSHOT"):
         shutil.copy(shot, os.environ["JUDGE_REPLAY_KEEP_SCREENSHOT"])
+
+
+def test_what_differs_between_the_prompts_is_shown_once_not_in_every_flip(tmp_path):
+    page = learn_page("after", change(1)["file"])
+    q = "| `gpt-4.1` (2025-04-14)"
+    a = run(tmp_path / "v2", "v2", V2, [result("models-003", "grounded", q), result("models-010", "grounded", q)],
+            {MODELS_URL: page}, claims=[LOWER, MINI])
+    b = run(tmp_path / "v3", "v3", V3, [result("models-003", "not_grounded", q, rule="R1"),
+                                        result("models-010", "not_grounded", q, rule="R2")],
+            {MODELS_URL: page}, claims=[LOWER, MINI])
+    out = tmp_path / "report.html"
+    assert main(["diff", str(a.path), str(b.path), "--format", "html", "--out", str(out)]) == 0
+    html = out.read_text()
+    assert html.count("rules added: R1 Lower-bound understatement") == 1
+    assert html.count("sections added: v3 CALIBRATION RULES") == 1
+    assert "B cites R1 (Lower-bound understatement): defined in only B" in html
+    assert "B cites R2 (" in html and html.count('href="#prompt"') == 2

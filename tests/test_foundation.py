@@ -75,3 +75,11 @@ def test_synthetic_run_is_stock_vcrpy_loadable(tmp_path):
     requests, responses = FilesystemPersister.load_cassette(str(cassette_file), yamlserializer)
     assert len(requests) == 2 and json.loads(requests[0].body)["method"] == "tools/call"
     assert "interactions" in yaml.safe_load(cassette_file.read_text())
+
+
+def test_an_empty_gold_set_is_bad_input(tmp_path):
+    from replay._io import load_gold
+
+    path = write_json(tmp_path / "gold.json", {"name": "x", "items": []})
+    with pytest.raises(InputError, match="no items"):
+        load_gold(path)

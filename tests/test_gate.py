@@ -110,3 +110,16 @@ def test_a_rejection_on_a_significantly_worse_metric_is_not_noise():
     assert not decision.adopt and decision.within_noise is False and decision.delta_recall_ci[1] < 0
     assert decision.reason.startswith("do not adopt: P 1.00→1.00, R 0.93→0.03")
     assert decision.reason.endswith("lies below 0: significantly worse on a gold set of 60")
+
+
+def test_a_rejection_within_noise_says_the_decision_rests_on_noise():
+    gold = _gold(LABELS)
+    base = _results(["not_grounded"] * 6 + ["grounded"] * 4 + ["grounded"] * 10)        # P 6/6, R 6/10
+    cand = _results(["not_grounded"] * 5 + ["grounded"] * 5 + ["grounded"] * 10)        # P 5/5, R 5/10
+    decision = adoption_gate(base, cand, gold, baseline_scores=grade_results(base, gold),
+                             candidate_scores=grade_results(cand, gold))
+    assert not decision.adopt and decision.within_noise is True and decision.mcnemar_p == 1.0
+    assert decision.reason == (
+        "do not adopt: P 1.00→1.00, R 0.60→0.50: the candidate is worse; but only 1 discordant claim "
+        "(0 only the candidate got right, 1 only the baseline; McNemar p=1) and ΔR 95% CI [-0.33, 0.00] spans 0: "
+        "the decision rests on differences within noise on a gold set of 20")

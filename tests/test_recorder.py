@@ -453,6 +453,29 @@ def test_a_page_fetched_by_another_conversation_comes_from_the_recording(tmp_pat
                 assert Learn(learn.url, first_id=40).start().fetch(PAGE if name != "docs/c.md" else PAGE.replace("/azure/", "/en-us/azure/") + "/") == (41, "# Page " + PAGE + "\n\nversion 1")
 
 
+def test_a_page_from_the_recording_is_stored_as_if_fetched_live(tmp_path: Path, learn: Server) -> None:
+    # With concurrency, which conversation fetches a shared page live is a race; the cassettes must not
+    # depend on it. Here b's fetch has another JSON-RPC id than a's (the id is rewritten) and the server
+    # writes its JSON with spaces (as a .NET server escapes differently from us).
+    def conversation_b() -> None:
+        client = Learn(learn.url).start()
+        client.fetch(PAGE + "/other")
+        client.fetch(PAGE)
+
+    with HttpRecorder("record", tmp_path / "both") as rec:
+        with rec.conversation("docs/a.md"):
+            Learn(learn.url).start().fetch(PAGE)
+        with rec.conversation("docs/b.md"):
+            conversation_b()
+    assert rec.stats.page_cache_hits == 1
+    with HttpRecorder("record", tmp_path / "alone") as rec:
+        with rec.conversation("docs/b.md"):
+            conversation_b()
+    assert rec.stats.page_cache_hits == 0
+    name = cassette_name("docs/b.md")
+    assert (tmp_path / "both" / name).read_bytes() == (tmp_path / "alone" / name).read_bytes()
+
+
 def test_pages_from_serves_learn_while_the_model_is_live(tmp_path: Path, model: Server, learn: Server) -> None:
     pinned = tmp_path / "pinned"
     with HttpRecorder("record", pinned) as rec:

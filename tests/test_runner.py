@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+import uuid
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +16,10 @@ import pytest
 from factories import write_json
 from replay._errors import CassetteMiss, InputError, LearnError, UsageError
 from replay._io import load_results
+from replay._recorder import verify_run
 from replay._runner import NO_KEY, replay_run, run_judge
 from replay._runs import Run, cassette_name
+from replay._scrub import audit
 from replay._sim import start_learn, start_model
 
 MODELS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
@@ -187,3 +192,77 @@ def test_pages_from_serves_learn_from_another_run(workdir: Path, stand_ins: tupl
     m = Run(workdir / "runs" / "pinned").manifest
     # the pages served were recorded from the Learn stand-in, and say so
     assert m.pages_from == "runs/r1" and m.stand_ins == ["learn", "model"]
+
+
+# --------------------------------------------------------------------------- secrets and replayability
+
+CANARY = "sk-ant-api03-canary" + "Q7x9" * 10
+ORG_ID = "1b5e2c3d-aa1a-4bbb-8ccc-0123456789ab"
+
+
+class _RejectingModel(BaseHTTPRequestHandler):
+    """A Messages API that refuses every key, echoing it and the org id (as real error bodies can)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        request_id = f"req_{uuid.uuid4().hex}"
+        message = f"invalid key {self.headers.get('authorization')} for organization {ORG_ID}"
+        body = json.dumps({"type": "error", "error": {"type": "authentication_error", "message": message},
+                           "request_id": request_id}).encode()
+        self.send_response(401)
+        for name, value in {"content-type": "application/json", "request-id": request_id,
+                            "anthropic-organization-id": ORG_ID, "content-length": str(len(body))}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def run_folder_text(folder: Path) -> str:
+    return "\n".join(p.read_text("utf-8") for p in sorted(folder.iterdir()))
+
+
+def test_a_final_api_error_keeps_no_secret_and_replays_exactly(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    learn, _ = stand_ins
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _RejectingModel)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        results = run_judge("v3", ["claims/b-quotas.json"], "runs/denied", "record", model="claude-test",
+                            learn_url=learn.url, anthropic_base_url=f"http://127.0.0.1:{httpd.server_address[1]}",
+                            api_key=CANARY, progress=False)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert results.files[0].error == ("the Anthropic API failed: HTTP 401: authentication_error: invalid key "
+                                      "Bearer sk-ant-REDACTED for organization REDACTED")
+    folder = workdir / "runs" / "denied"
+    text = run_folder_text(folder)
+    assert CANARY not in text and ORG_ID not in text  # results.json included
+    assert audit([folder]) == []
+    report = verify_run(folder)  # the recorded request id is normalised in the cassette: not in the results
+    assert report.problems == []
+
+
+def test_secret_shaped_text_in_claims_and_urls_still_replays(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    learn, model = stand_ins
+    (workdir / "pages" / "auth.md").write_text(
+        f"---\nurl: {MODELS_URL}/auth\n---\n# Auth\n\nThe API supports bearer authentication with Entra ID.\n", "utf-8")
+    write_json(workdir / "claims2" / "auth.json", {"file": "docs/auth.md", "claims": [
+        {"id": "a-1", "claim": "The API supports bearer authentication with Entra ID.", "claim_type": "status",
+         "evidence_url": f"{MODELS_URL}/auth"},
+        {"id": "a-2", "claim": f"The organization {ORG_ID} may call the API.", "claim_type": "status",
+         "evidence_url": f"{MODELS_URL}/auth"}]})
+    key_url = learn.url + "?api_key=0123456789abcdef"
+    recorded = run_judge("v3", ["claims2"], "runs/auth", "record", model="claude-test", learn_url=key_url,
+                         anthropic_base_url=model.url, progress=False)
+    assert recorded.files[0].results[0].evidence_quote == "The API supports bearer authentication with Entra ID."
+    folder = workdir / "runs" / "auth"
+    text = run_folder_text(folder)
+    assert "0123456789abcdef" not in text and "bearer authentication" in text
+    for server in stand_ins:
+        server.stop()
+    assert verify_run(folder).problems == []

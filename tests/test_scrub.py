@@ -94,6 +94,8 @@ def test_our_loader_reads_real_cassettes_and_resaving_scrubs_and_stays_stock_loa
         ('{"password": "hunter2hunter2"}', '{"password": "REDACTED"}'),
         ("https://x.test/a?api_key=0123456789abcdef&b=1", "https://x.test/a?api_key=REDACTED&b=1"),
         ("sk-proj-" + "a1B2" * 8, "sk-REDACTED"),
+        ("https://x.test/mcp?key=AIzaSyD0123456789abc", "https://x.test/mcp?key=REDACTED"),
+        ("https://x.test/mcp?x=1&api-key=0123456789abcdef", "https://x.test/mcp?x=1&api-key=REDACTED"),
     ],
 )
 def test_scrub_text_removes_secrets(text: str, scrubbed: str, tmp_path: Path) -> None:
@@ -112,6 +114,8 @@ def test_scrub_text_removes_secrets(text: str, scrubbed: str, tmp_path: Path) ->
         "sk-ant-REDACTED",
         "Authorization: Bearer <your-token-here>",
         "risk-assessment-and-mitigation-frameworks-for-models",
+        "The API supports bearer authentication with Microsoft Entra ID.",
+        "Your organization ID, such as aaaabbbb-0000-cccc-1111-dddd2222eeee.",
     ],
 )
 def test_ordinary_text_and_placeholders_are_left_alone(text: str, tmp_path: Path) -> None:

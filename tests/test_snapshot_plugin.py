@@ -122,11 +122,11 @@ def test_flipped_verdicts_fail_listing_exactly_the_changed_claims(project: pytes
     out = result.stdout.str()
     result.stdout.fnmatch_lines([
         "*run r1 differs from its snapshot snapshots/r1/: 1 verdict flipped, 1 claim added, 1 removed",
+        "*explain the flips: git worktree add ../snapshotted HEAD && judge-replay diff ../snapshotted/runs/r1 runs/r1",
+        "*accept: pytest --snapshot-update, then review `git diff snapshots/r1/`",
         "*  docs/a.md:a-1  grounded → not_grounded  (rule R2, was R3)",
         "*  docs/b.md:b-2  added: grounded  (rule R5)",
         "*  docs/b.md:b-1  removed (was source_silent)",
-        "*explain the flips: git worktree add ../snapshotted HEAD && judge-replay diff ../snapshotted/runs/r1 runs/r1",
-        "*accept: pytest --snapshot-update, then review `git diff snapshots/r1/`",
     ])
     assert "a-2" not in out  # unchanged claims are not listed
     assert "1 snapshot failed" in out and "1 snapshot passed" in out
@@ -136,14 +136,38 @@ def test_flipped_verdicts_fail_listing_exactly_the_changed_claims(project: pytes
     project.runpytest().assert_outcomes(passed=2)
 
 
+def test_many_flips_without_vv_still_show_the_count_and_the_commands(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pytest cuts an assertion message after 8 lines unless -vv is given or it runs on CI
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
+    many = [{"file": "docs/a.md", "results": [claim(f"a-{i:02}", "grounded") for i in range(12)]}]
+    write_run(project.path / "runs" / "r1", results=many)
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    flipped = [{"file": "docs/a.md", "results": [claim(f"a-{i:02}", "not_grounded", "R2") for i in range(12)]}]
+    write_run(project.path / "runs" / "r1", results=flipped)
+
+    result = project.runpytest("-k", "r1")
+    result.assert_outcomes(failed=1, deselected=1)
+    result.stdout.fnmatch_lines([
+        "*run r1 differs from its snapshot snapshots/r1/: 12 verdicts flipped, 0 claims added, 0 removed",
+        "*explain the flips: git worktree add ../snapshotted HEAD && judge-replay diff ../snapshotted/runs/r1 runs/r1",
+        "*accept: pytest --snapshot-update, then review `git diff snapshots/r1/`",
+        "*docs/a.md:a-00  grounded → not_grounded  (rule R2)",
+        "*Full output truncated*",
+    ])
+
+
 def test_a_claims_file_leaving_the_run_fails_then_its_file_goes(project: pytest.Pytester) -> None:
     project.runpytest("--snapshot-update").assert_outcomes(passed=2)
     write_run(project.path / "runs" / "r1", results=r1_files()[:1])
 
     result = project.runpytest("-k", "r1")
     result.assert_outcomes(failed=1, deselected=1)
-    result.stdout.fnmatch_lines(["*0 verdicts flipped, 0 claims added, 1 removed*", "*docs/b.md:b-1  removed*",
-                                 "*compare the runs: git worktree add ../snapshotted HEAD && judge-replay diff*"])
+    result.stdout.fnmatch_lines(["*0 verdicts flipped, 0 claims added, 1 removed*",
+                                 "*compare the runs: git worktree add ../snapshotted HEAD && judge-replay diff*",
+                                 "*docs/b.md:b-1  removed*"])
     project.runpytest("--snapshot-update").assert_outcomes(passed=2)
     assert list(snapshot_files(project.path / "snapshots" / "r1")) == ["docs_a.md.json"]
 
@@ -281,8 +305,8 @@ def test_x(verdict_snapshot):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "*run r1 differs from its snapshot snapshots/r1/: 1 verdict flipped, 0 claims added, 0 removed",
-        "*  docs/models.md:m-1  grounded → not_grounded*",
         "*explain the flips: git worktree add ../snapshotted HEAD && judge-replay diff ../snapshotted/runs/r1 runs/r1",
+        "*  docs/models.md:m-1  grounded → not_grounded*",
     ])
     out = result.stdout.str()
     assert "m-2" not in out and "q-1" not in out
@@ -300,13 +324,14 @@ def test_explain_names_header_and_version_changes_and_formatting_only_difference
     new_results = results.model_copy(update={"prompt": "v3", "model": "m2"})
     new = VerdictSnapshotExtension().serialize(RunVerdicts("r2", new_results))
     lines = explain_mismatch(new, old, snapshot_folder=tmp_path / "r2")
-    assert lines[1] == "  header: prompt v2 → v3, model m1 → m2"
+    assert lines[1].startswith("accept: pytest --snapshot-update, then review `git diff ") and lines[1].endswith("r2/`")
+    assert lines[2] == "  header: prompt v2 → v3, model m1 → m2"
     assert not any("explain the flips" in line for line in lines)
 
     older = old.replace('"serializer_version": 1', '"serializer_version": 0')
-    assert "serializer version 0, this is version 1" in explain_mismatch(old, older, snapshot_folder=tmp_path / "r2")[1]
+    assert "serializer version 0, this is version 1" in explain_mismatch(old, older, snapshot_folder=tmp_path / "r2")[2]
     reformatted = old.replace('\n  "run"', '  "run"')
-    assert explain_mismatch(old, reformatted, snapshot_folder=tmp_path / "r2")[1] == (
+    assert explain_mismatch(old, reformatted, snapshot_folder=tmp_path / "r2")[2] == (
         "  the claims are the same: the snapshot files differ only in their formatting")
     assert RunVerdicts("r2", results) == RunVerdicts("r2", results.model_copy(update={"recorded_at": "now"}))
     assert RunVerdicts("r2", results) != RunVerdicts("r2", new_results)

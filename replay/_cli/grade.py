@@ -41,14 +41,12 @@ class Graded:
 
 
 def run_of(results_path: Path, run_flag: Path | None) -> Run | None:
-    """The run whose cassettes hold the pages: --run, the folder given, or the folder of a results.json."""
+    """The run whose cassettes hold the pages: --run, else the run folder given or holding the results file
+    (a folder with a results.json but no run.json is no run: it has no pages)."""
     if run_flag is not None:
         return Run(run_flag)
-    if results_path.is_dir():
-        return Run(results_path)
-    if (results_path.parent / MANIFEST).is_file():
-        return Run(results_path.parent)
-    return None
+    folder = results_path if results_path.is_dir() else results_path.parent
+    return Run(folder) if (folder / MANIFEST).is_file() else None
 
 
 def grade_path(path: Path, gold: GoldSet, run: Run | None, extra_claims: dict[ClaimKey, Claim]) -> Graded:
