@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from ._errors import InputError
 from ._records import ClaimsBatch
@@ -46,7 +47,7 @@ def render_batch(batch: ClaimsBatch) -> str:
     return "```json\n[\n" + ",\n".join(rows) + "\n]\n```"
 
 
-def parse_rendered_batch(text: str) -> list[dict] | None:
+def parse_rendered_batch(text: str) -> list[dict[str, Any]] | None:
     """The claims of a rendered prompt, or None when the text holds no batch."""
     m = _BATCH_FENCE.search(text)
     if not m:

@@ -7,6 +7,7 @@ import os
 import platform
 import shlex
 import sys
+import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -171,10 +172,14 @@ def run_judge(
 
 
 def _index_pages(run: Run) -> None:
-    """Add the pages a recording read to the page store (`pages history`); the cassettes stay the source
-    of truth, so a store that cannot be written only costs a warning."""
+    """Add the pages a recording read to this project's page store (`pages history`). A run recorded
+    outside the project (a scratch folder) is left out: the store would list a run it cannot find. The
+    cassettes stay the source of truth, so a store that cannot be written only costs a warning."""
+    from ._config import project_root
     from ._pagestore import PageStore, store_folder
 
+    if not run.path.resolve().is_relative_to(project_root().resolve()):
+        return
     try:
         with PageStore(store_folder(None)) as store:
             store.index_run(run)
@@ -231,12 +236,21 @@ def _judge_all(
     stand_ins: set[str],
 ) -> list[FileResult]:
     """One conversation per batch on a thread pool; results in batch order. The first ReplayError (or
-    any unexpected error) cancels what has not started and is raised once running ones finish."""
+    any unexpected error) cancels what has not started and is raised once running ones finish. A Ctrl-C
+    also ends the running conversations at their next model call, unsaved: only whole conversations
+    reach a cassette."""
+    stopping = threading.Event()
+
+    def stop_if_interrupted(request: Any) -> None:
+        if stopping.is_set():
+            raise KeyboardInterrupt  # a BaseException: the SDK does not wrap or retry it
 
     def judge_one(batch: ClaimsBatch) -> FileResult:
         with recorder.conversation(batch.file):
+            http = anthropic.DefaultHttpxClient(verify=shared_ssl_context(),
+                                                event_hooks={"request": [stop_if_interrupted]})
             client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=max_retries,
-                                         http_client=anthropic.DefaultHttpxClient(verify=shared_ssl_context()))
+                                         http_client=http)
             try:
                 with LearnClient(learn_url) as learn:
                     return judge_file(batch, prompt, anthropic_client=client, learn=learn, model=model,
@@ -255,6 +269,9 @@ def _judge_all(
                 result = future.result()  # re-raises a ReplayError from the conversation
                 results[futures[future]] = result
                 bar.file_done(result)
+        except KeyboardInterrupt:
+            stopping.set()
+            raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     return [r for r in results if r is not None]

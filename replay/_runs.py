@@ -72,15 +72,16 @@ class Run:
                 return self.path / entry.cassette
         return self.path / cassette_name(claims_file)
 
-    def interactions(self, claims_file: str) -> list[Interaction]:
-        return self._interactions(claims_file)
+    @cached_property
+    def _cassettes(self) -> dict[str, list[Interaction]]:
+        return {}
 
-    def _interactions(self, claims_file: str) -> list[Interaction]:
-        cache = self.__dict__.setdefault("_cassettes", {})
-        if claims_file not in cache:
+    def interactions(self, claims_file: str) -> list[Interaction]:
+        """The interactions of one claims file's cassette (loaded once; empty when there is none)."""
+        if claims_file not in self._cassettes:
             path = self.cassette_path(claims_file)
-            cache[claims_file] = load_cassette(path) if path.is_file() else []
-        return cache[claims_file]
+            self._cassettes[claims_file] = load_cassette(path) if path.is_file() else []
+        return self._cassettes[claims_file]
 
     def learn_calls(self, claims_file: str) -> list[LearnCall]:
         return learn_calls(self.interactions(claims_file))

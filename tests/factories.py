@@ -7,6 +7,7 @@ the Learn endpoint sends them (SSE, JSON-RPC). End-to-end tests record real runs
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +71,10 @@ def write_json(path: Path, data: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dump_json(data), "utf-8")
     return path
+
+
+def closed_port_url() -> str:
+    """A Learn URL on 127.0.0.1 where nothing listens (the port was free a moment ago)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/api/mcp"

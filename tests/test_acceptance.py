@@ -125,8 +125,9 @@ def test_a_deleted_interaction_stops_the_replay_with_a_useful_message(recorded: 
     assert "Traceback" not in message
 
 
-def test_ctrl_c_during_a_recording_leaves_every_saved_cassette_whole(tmp_path: Path,
-                                                                     stand_ins: tuple[str, str]) -> None:
+@pytest.mark.parametrize("concurrency", ["1", "4"])
+def test_ctrl_c_during_a_recording_leaves_every_saved_cassette_whole(tmp_path: Path, stand_ins: tuple[str, str],
+                                                                     concurrency: str) -> None:
     claims = tmp_path / "claims"
     claims.mkdir()
     source = json.loads((CLAIMS / "quotas-and-limits.json").read_text())
@@ -135,7 +136,7 @@ def test_ctrl_c_during_a_recording_leaves_every_saved_cassette_whole(tmp_path: P
     env = {**os.environ, "ANTHROPIC_API_KEY": CANARY}
     proc = subprocess.Popen([*CLI, "judge", "--prompt", "v3", "--claims", str(claims), "--run", "run",
                              "--mode", "record", "--learn-url", stand_ins[0], "--anthropic-base-url",
-                             stand_ins[1], "--concurrency", "1", "--no-progress"],
+                             stand_ins[1], "--concurrency", concurrency, "--no-progress"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     run = tmp_path / "run"
     deadline = time.monotonic() + 60

@@ -60,7 +60,7 @@ def test_confirm_prints_the_record_commands(runs, capsys):
     a, b, _ = runs
     assert main(["diff", str(a.path), str(b.path), "--confirm", "--no-discover"]) == 0
     out = capsys.readouterr().out
-    assert f"--prompt v2 --claims claims/docs_azure-openai-models.md.yaml.json" in out
+    assert "--prompt v2 --claims claims/docs_azure-openai-models.md.yaml.json" in out
     assert f"--mode record --pages-from {b.path}" in out and f"--pages-from {a.path}" in out
 
 

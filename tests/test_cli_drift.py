@@ -145,7 +145,7 @@ def test_claims_read_from_the_manifest_paths(tmp_path, capsys, monkeypatch):
     for entry in manifest["claims"]:
         entry["path"] = f"claims/{Path(entry['file']).stem}.json"
     (old / "run.json").write_text(json.dumps(manifest))
-    new = write_recorded_run(tmp_path / "r2", {MODELS: MODELS_V1.replace("| 200,000 |", "| 400,000 |"),
+    write_recorded_run(tmp_path / "r2", {MODELS: MODELS_V1.replace("| 200,000 |", "| 400,000 |"),
                                                QUOTAS: QUOTAS_V1, OLD: OLD_V1})
     code, out, _ = run_cli(capsys, "drift", "r1", "--against", "r2", "--json")
     report = json.loads(out)

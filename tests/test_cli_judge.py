@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from factories import write_json
+from factories import closed_port_url, write_json
 from replay._cli.main import main
 from replay._records import LEARN_MCP_URL
 from replay._sim import start_learn, start_model
@@ -46,11 +45,6 @@ def stand_ins(workdir: Path) -> Iterator[tuple[Any, Any]]:
     with start_learn(workdir / "pages") as learn, start_model() as model:
         yield learn, model
 
-
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}/api/mcp"
 
 
 def test_live_run_over_a_claims_folder(workdir: Path, stand_ins: tuple[Any, Any], capsys: Any) -> None:

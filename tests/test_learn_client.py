@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from factories import closed_port_url
 import uvicorn
 import yaml
 from mcp.server.mcpserver import MCPServer
@@ -266,12 +267,6 @@ def scripted() -> Iterator[Any]:
         s.shutdown()
         s.server_close()
 
-
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/api/mcp"
 
 
 INIT_OK: Reply = (200, "application/json", json.dumps(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import uuid
 from collections.abc import Iterator
@@ -13,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from factories import write_json
+from factories import closed_port_url, write_json
 from replay._errors import CassetteMiss, InputError, LearnError, UsageError
 from replay._io import load_results
 from replay._recorder import verify_run
@@ -67,11 +66,6 @@ def stand_ins(workdir: Path) -> Iterator[tuple[Any, Any]]:
     with start_learn(workdir / "pages") as learn, start_model() as model:
         yield learn, model
 
-
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}/api/mcp"
 
 
 def verdicts(results: Any) -> dict[tuple[str, str], tuple[Any, str, Any]]:
@@ -266,3 +260,16 @@ def test_secret_shaped_text_in_claims_and_urls_still_replays(workdir: Path, stan
     for server in stand_ins:
         server.stop()
     assert verify_run(folder).problems == []
+
+
+def test_a_recording_fills_the_projects_page_store(workdir: Path, stand_ins: tuple[Any, Any],
+                                                   tmp_path_factory: pytest.TempPathFactory) -> None:
+    from replay._pagestore import PageStore
+
+    (workdir / "pyproject.toml").write_text("[tool.judge-replay]\n", "utf-8")
+    record(stand_ins)
+    elsewhere = tmp_path_factory.mktemp("scratch") / "r2"  # outside the project: not indexed
+    record(stand_ins, str(elsewhere))
+    with PageStore(workdir / ".judge-replay" / "pages") as store:
+        (version,) = store.versions(MODELS_URL)
+    assert version.runs == ("r1",) and version.sha256 == Run(workdir / "runs" / "r1").page(MODELS_URL).sha256

@@ -43,7 +43,7 @@ Azure OpenAI offers models with different capabilities.
 Older models retire on a schedule.
 """
 
-QUOTAS_PAGE = f"""---
+QUOTAS_PAGE = """---
 url: "https://Learn.Microsoft.com/en-us/azure/ai-foundry/openai/quotas-limits/"
 ---
 

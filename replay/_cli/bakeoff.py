@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +10,10 @@ from rich.text import Text
 
 from .._adjudication import adjudication_markdown
 from .._bakeoff import Bakeoff, FlipLine, GateReport, bakeoff_json, display_path, run_bakeoff
+from ._output import emit_report
 from .._config import project_root, setting_path, setting_paths
 from .._errors import UsageError
-from .._io import atomic_write_text, dump_json
+from .._io import dump_json
 from .._render import TextTable, console_for, gate_lines, ratio_text
 
 
@@ -129,18 +128,5 @@ def command(
                          out_dir=out_dir or project_root(), replay=not no_replay, force=force, warn=warn)
     for path in report.written:
         click.echo(f"wrote {display_path(path)}", err=True)
-    if as_json:
-        text = dump_json(bakeoff_json(report))
-    elif as_markdown:
-        text = bakeoff_markdown(report)
-    else:
-        buffer = io.StringIO() if out is not None else None
-        print_bakeoff(buffer or sys.stdout, report)
-        if buffer is None:
-            return
-        text = buffer.getvalue()
-    if out is not None:
-        atomic_write_text(out, text)
-        click.echo(f"wrote {display_path(out)}", err=True)
-    else:
-        click.echo(text, nl=False)
+    text = dump_json(bakeoff_json(report)) if as_json else bakeoff_markdown(report) if as_markdown else None
+    emit_report(out, text, lambda stream: print_bakeoff(stream, report))

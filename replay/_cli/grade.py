@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,11 +11,12 @@ from rich.text import Text
 
 from .._adjudication import adjudicate, adjudication_markdown, adjudication_renderables, run_claims
 from .._bakeoff import display_path, set_frozen, stand_in_notes
+from ._output import emit_report
 from .._config import setting_path
 from .._errors import UsageError
 from .._gate import adoption_gate
 from .._grading import ClaimKey, grade_results
-from .._io import atomic_write_text, dump_json, load_claims, load_gold, load_results
+from .._io import dump_json, load_claims, load_gold, load_results
 from .._records import Claim, GateDecision, GoldSet, ResultsFile, Scores
 from .._render import console_for, gate_lines, headline, score_tables, unmatched_lines
 from .._runs import MANIFEST, Run
@@ -157,19 +156,7 @@ def command(
     gate = (adoption_gate(base.results, graded.results, gold, baseline_scores=base.scores,
                           candidate_scores=graded.scores) if base is not None else None)
 
-    if fmt == "json":
-        text = dump_json(grade_json(graded, gold_path, base, gate))
-    elif fmt == "markdown":
-        text = grade_markdown(graded, gold_path, base, gate)
-    else:
-        buffer = io.StringIO() if out is not None else None
-        print_grade(buffer or sys.stdout, graded, gold_path, base, gate)
-        if buffer is None:
-            return
-        text = buffer.getvalue()
-    if out is not None:
-        atomic_write_text(out, text)
-        click.echo(f"wrote {display_path(out)}", err=True)
-    else:
-        click.echo(text, nl=False)
+    text = (dump_json(grade_json(graded, gold_path, base, gate)) if fmt == "json"
+            else grade_markdown(graded, gold_path, base, gate) if fmt == "markdown" else None)
+    emit_report(out, text, lambda stream: print_grade(stream, graded, gold_path, base, gate))
 
