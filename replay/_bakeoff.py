@@ -16,11 +16,12 @@ from typing import Any, Literal
 
 from ._adjudication import adjudicate, run_claims
 from ._errors import InputError, UsageError
+from ._flip_inputs import explain_flips
 from ._gate import adoption_gate
 from ._grading import ClaimKey, claim_info, grade_results, is_correct
 from ._io import atomic_write_text, dump_json, load_gold, read_json, results_json_path
 from ._matching import results_differences
-from ._records import Claim, ClaimResult, FlipReport, GateDecision, GoldSet, ResultsFile, Scores, Verdict
+from ._records import Claim, ClaimResult, GateDecision, GoldSet, ResultsFile, Scores, Verdict
 from ._runs import MANIFEST, RESULTS, Run
 
 RESULTS_PREFIX = "judge-bakeoff-results-"
@@ -81,27 +82,6 @@ def set_frozen(path: str | Path, frozen: bool = True) -> list[Path]:
 # --------------------------------------------------------------------------- replay
 
 
-def _replayer() -> Callable[[Path], ResultsFile] | None:
-    """`replay._runner.replay_run`, or None while that module does not exist yet."""
-    try:
-        from . import _runner
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__package__}._runner":
-            raise
-        return None
-    return getattr(_runner, "replay_run", None)
-
-
-def _flip_explainer() -> Callable[..., FlipReport] | None:
-    try:
-        from . import _flips
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__package__}._flips":
-            raise
-        return None
-    return getattr(_flips, "explain_flips", None)
-
-
 def _results_by_key(results: ResultsFile) -> dict[ClaimKey, ClaimResult]:
     return {(fr.file, r.id): r for fr in results.files for r in fr.results}
 
@@ -152,8 +132,6 @@ class GateReport:
     candidate: Version
     decision: GateDecision
     flips: list[FlipLine]
-    explainer: bool
-    """Whether the flip explainer gave the causes (else they are `?`)."""
 
 
 @dataclass
@@ -197,13 +175,8 @@ def _load_version(
     recorded = run.results
     if not replay:
         return run, recorded, "recorded", None
-    replay_run = _replayer()
-    if replay_run is None:
-        note = "replay is not available yet (replay._runner.replay_run is missing): graded the recorded results.json"
-        if note not in notes:
-            notes.append(note)
-            warn(note)
-        return run, recorded, "recorded", None
+    from ._runner import replay_run  # imports the anthropic SDK: only when a run is replayed
+
     replayed = replay_run(run.path)
     differences = results_differences(recorded.files, replayed.files)
     if differences:
@@ -272,12 +245,9 @@ def _right(
     return "neither"
 
 
-def _flips(base: Version, cand: Version, gold: GoldSet, others: list[Run]) -> tuple[list[FlipLine], bool]:
-    explain = _flip_explainer()
-    causes: dict[ClaimKey, tuple[str, str]] = {}
-    if explain is not None:
-        report = explain(base.run, cand.run, gold, extra_runs=others)
-        causes = {(f.file, f.id): (f.primary_cause, f.summary) for f in report.flips}
+def _flips(base: Version, cand: Version, gold: GoldSet, others: list[Run]) -> list[FlipLine]:
+    report = explain_flips(base.run, cand.run, gold, extra_runs=others)
+    causes = {(f.file, f.id): (f.primary_cause, f.summary) for f in report.flips}
     a, b = _results_by_key(base.results), _results_by_key(cand.results)
     labels = {(g.file, g.id): g.label for g in gold.items}
     out = []
@@ -290,7 +260,7 @@ def _flips(base: Version, cand: Version, gold: GoldSet, others: list[Run]) -> tu
         cause, summary = causes.get(key, ("?", ""))
         out.append(FlipLine(key[0], key[1], text, va, vb, labels.get(key),
                             _right(labels.get(key), va, vb), cause, summary))
-    return out, explain is not None
+    return out
 
 
 def run_bakeoff(
@@ -325,8 +295,7 @@ def run_bakeoff(
         decision = adoption_gate(base.results, cand.results, gold,
                                  baseline_scores=base.scores, candidate_scores=cand.scores)
         others = [v.run for v in versions if v is not base and v is not cand]
-        flips, explained = _flips(base, cand, gold, others)
-        gates.append(GateReport(base, cand, decision, flips, explained))
+        gates.append(GateReport(base, cand, decision, _flips(base, cand, gold, others)))
     return Bakeoff(gold_path, gold, versions, gates, notes, written)
 
 
@@ -347,7 +316,7 @@ def bakeoff_json(b: Bakeoff) -> dict[str, Any]:
         "versions": [version(v) for v in b.versions],
         "gates": [{"baseline": g.baseline.label, "candidate": g.candidate.label,
                    **g.decision.model_dump(mode="json")} for g in b.gates],
-        "flips": [{"baseline": g.baseline.label, "candidate": g.candidate.label, "explained": g.explainer,
+        "flips": [{"baseline": g.baseline.label, "candidate": g.candidate.label, 
                    "flips": [f.__dict__ for f in g.flips]} for g in b.gates],
         "written": [display_path(p) for p in b.written],
     }

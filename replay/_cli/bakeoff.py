@@ -48,8 +48,7 @@ def _gate_heading(g: GateReport) -> str:
 
 
 def _flips_heading(g: GateReport) -> str:
-    note = "" if g.explainer else " (causes unknown: the flip explainer is not available yet)"
-    return f"Verdict flips {g.baseline.prompt} → {g.candidate.prompt}: {len(g.flips)}{note}"
+    return f"Verdict flips {g.baseline.prompt} → {g.candidate.prompt}: {len(g.flips)}"
 
 
 def bakeoff_markdown(b: Bakeoff) -> str:
