@@ -1,5 +1,6 @@
 """End to end, as a user drives it: the CLI in subprocesses, stand-ins started from the CLI, replay with no
-network at all (`unshare -n`), a Ctrl-C in the middle of a recording, and a canary key."""
+network at all (`unshare -rn`: a network namespace of our own, no root needed), a Ctrl-C in the middle of
+a recording, and a canary key."""
 
 from __future__ import annotations
 
@@ -96,12 +97,12 @@ def _time_of(a: Path, b: Path) -> tuple[str, str]:
 
 
 def test_replay_with_no_network_at_all_reproduces_the_results(recorded: Path) -> None:
-    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True)
-    assert probe.returncode == 0, f"this test needs `unshare -n` (root, util-linux): {probe.stderr}"
+    probe = subprocess.run(["unshare", "-rn", "true"], capture_output=True, text=True)
+    assert probe.returncode == 0, f"this test needs `unshare -rn` (util-linux, user namespaces): {probe.stderr}"
     out = recorded / "replayed.json"
     done = cli("judge", "--mode", "replay", "--run", "first/run", "--out", str(out), "--no-progress",
                cwd=recorded, env={k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"},
-               prefix=["unshare", "-n"])
+               prefix=["unshare", "-rn"])
     assert done.returncode == 0, done.stderr
     replayed = json.loads(out.read_text())["files"]
     assert replayed == json.loads((recorded / "first" / "run" / "results.json").read_text())["files"]
@@ -116,7 +117,7 @@ def test_a_deleted_interaction_stops_the_replay_with_a_useful_message(recorded: 
     del interactions[last_model_turn]
     save_cassette(cassette, interactions)
     done = cli("judge", "--mode", "replay", "--run", "damaged", "--no-progress", cwd=recorded,
-               prefix=["unshare", "-n"])
+               prefix=["unshare", "-rn"])
     assert done.returncode == 1, done.stderr
     message = done.stderr
     assert "cassette miss while replaying docs/quotas-and-limits.md" in message
