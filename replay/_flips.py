@@ -10,7 +10,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from ._drift import claim_line_pair
@@ -19,9 +19,6 @@ from ._page_diff import changed_values, claim_values_on, line_values, region_dif
 from ._prompts import calibration_rules
 from ._records import GOLD_TO_VERDICT, Claim, ClaimResult, Flip, FlipCause, FlipReport, GoldSet
 from ._text import normalise_ws, quote_occurs, sha256_text, subject_words, value_tokens, without_thousands
-
-if TYPE_CHECKING:
-    from ._runs import Run
 
 Key = tuple[str, str]
 """(claims file, claim id): the pairing key."""
@@ -761,17 +758,3 @@ def _shell(word: str) -> str:
     import shlex
 
     return shlex.quote(word)
-
-
-def explain_flips(
-    run_a: Run, run_b: Run, gold: GoldSet | None = None, extra_runs: Sequence[Run] = (), **options: Any,
-) -> FlipReport:
-    """Edge entry: load what the explainer needs from the run folders and explain every flip A -> B.
-
-    Options (keyword): `discover=True` also uses sibling run folders whose manifests fit (repeats of A
-    or B, or runs recorded with `--pages-from` one of them); `claims=[ClaimsBatch...]` supplies claim
-    texts a run does not record.
-    """
-    from ._flip_inputs import explain_flips as edge
-
-    return edge(run_a, run_b, gold, list(extra_runs), **options)

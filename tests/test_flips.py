@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from factories import write_json, write_run
-from replay._flips import explain_flips, prompt_changes
+from replay._flip_inputs import explain_flips
+from replay._flips import prompt_changes
 from replay._page_diff import region_diff, side_by_side
 from replay._prompts import load_prompt
 from replay._records import GoldSet
