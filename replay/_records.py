@@ -371,3 +371,22 @@ class DriftReport(BaseModel):
     """Every page the claims rest on, old and new content hash."""
     snapshot: str | None = None
     """With `--live`: the page snapshot folder the fetched pages were recorded into (usable as `--against`)."""
+
+
+# --------------------------------------------------------------------------- JSON schemas
+
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "claims": ClaimsBatch,
+    "gold": GoldSet,
+    "results": ResultsFile,
+    "run": RunManifest,
+    "grade": Scores,
+    "diff": FlipReport,
+    "drift": DriftReport,
+}
+"""The files and outputs whose JSON Schema `judge-replay schema NAME` prints, generated from the records."""
+
+
+def json_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of one record (a key of SCHEMAS), as pydantic generates it."""
+    return SCHEMAS[name].model_json_schema()

@@ -65,6 +65,7 @@ def test_live_run_over_a_claims_folder(workdir: Path, stand_ins: tuple[Any, Any]
     assert "3 files, 3 claims: 1 grounded, 2 not_grounded, 0 source_silent" in out
     assert "quotes not found in the fetched page: 0" in out and "runs/live" in out
     assert json.loads((workdir / "runs" / "live" / "run.json").read_text())["stand_ins"] == ["learn", "model"]
+    assert "stand-ins (test equipment, not the real services): learn, model" in out
 
 
 def test_record_then_replay_with_out(workdir: Path, stand_ins: tuple[Any, Any], capsys: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -11,6 +12,7 @@ from .._config import setting
 from .._errors import UsageError
 from .._io import write_model
 from .._records import LEARN_MCP_URL, VERDICTS, ResultsFile
+from .._runs import Run
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 
@@ -73,10 +75,12 @@ def command(
     if out:
         write_model(out, results)
         written.append(out)
-    click.echo(summary(results, mode, written))
+    manifest = Path(run_dir or "") / "run.json"
+    stand_ins = Run(run_dir).manifest.stand_ins if run_dir and manifest.is_file() else []
+    click.echo(summary(results, mode, written, stand_ins))
 
 
-def summary(results: ResultsFile, mode: str, written: list[str]) -> str:
+def summary(results: ResultsFile, mode: str, written: list[str], stand_ins: Sequence[str] = ()) -> str:
     """A few lines a person reads at the end of a run."""
     claims = [r for f in results.files for r in f.results]
     counts = Counter(r.judge_verdict for r in claims)
@@ -93,6 +97,8 @@ def summary(results: ResultsFile, mode: str, written: list[str]) -> str:
         f"  quotes not found in the fetched page: {unverified}",
         f"  tokens: {tokens_in:,} in, {tokens_out:,} out",
     ]
+    if stand_ins:
+        lines.append(f"  stand-ins (test equipment, not the real services): {', '.join(stand_ins)}")
     for f in failed:
         lines.append(f"  failed: {f.file}: {f.error}")
     lines.append(f"  written: {', '.join(str(Path(w)) for w in written)}" if written else "  written: nothing")

@@ -16,9 +16,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from . import bakeoff, cassettes, diff, drift, grade, judge, pages, sim
+    from . import bakeoff, cassettes, diff, drift, grade, judge, pages, schema, sim
 
-    for module in (bakeoff, judge, grade, diff, drift, pages, cassettes, sim):
+    for module in (bakeoff, judge, grade, diff, drift, pages, cassettes, sim, schema):
         cli.add_command(module.command)
 
 

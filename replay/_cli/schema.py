@@ -1,0 +1,16 @@
+"""`judge-replay schema NAME`: the JSON Schema of a file format or output, generated from the records."""
+
+from __future__ import annotations
+
+import click
+
+from .._io import dump_json
+from .._records import SCHEMAS, json_schema
+
+
+@click.command("schema")
+@click.argument("name", type=click.Choice(sorted(SCHEMAS)))
+def command(name: str) -> None:
+    """Print the JSON Schema of NAME: claims, gold, results, run (run.json), grade (grade --json),
+    diff (diff --format json) or drift (drift --json)."""
+    click.echo(dump_json(json_schema(name)), nl=False)
