@@ -163,7 +163,24 @@ def _diff(a: Any, b: Any, path: str, out: list[str], limit: int, labels: tuple[s
         if len(a) != len(b):
             out.append(f"{path or '(body)'}: {len(a)} items in {mine}, {len(b)} {theirs}")
         return
+    if isinstance(a, str) and isinstance(b, str) and max(len(a), len(b)) > _MAX_VALUE:
+        at, a_part, b_part = _where_strings_differ(a, b)
+        out.append(f"{path or '(body)'}: from character {at}: {a_part} in {mine}, {b_part} {theirs}")
+        return
     out.append(f"{path or '(body)'}: {_short(a)} in {mine}, {_short(b)} {theirs}")
+
+
+def _where_strings_differ(a: str, b: str, before: int = 24, after: int = 40) -> tuple[int, str, str]:
+    """Where two long strings (a prompt edited in the middle, say) first differ, and a window of each
+    around that place: showing their identical beginnings would say nothing."""
+    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    start = max(0, at - before)
+
+    def window(text: str) -> str:
+        part = json.dumps(text[start:at + after], ensure_ascii=False)
+        return ("…" if start else "") + part + ("…" if at + after < len(text) else "")
+
+    return at, window(a), window(b)
 
 
 def _short(value: Any) -> str:

@@ -546,3 +546,13 @@ def test_our_recording_replays_under_stock_vcrpy(tmp_path: Path, model: Server, 
     learn.stop()
     with vcr.use_cassette(str(tmp_path / cassette_name("docs/a.md")), record_mode="none", match_on=["method", "path", "body"]):
         assert ask(sdk(model.url), f"judge with {page}", "and again") == answers
+
+
+def test_a_miss_on_a_long_string_shows_where_it_differs() -> None:
+    from replay._matching import differences
+
+    recorded = {"messages": [{"content": "A" * 500 + " the exact-value rule " + "B" * 500}]}
+    edited = {"messages": [{"content": "A" * 500 + " the exact value rule " + "B" * 500}]}
+    (line,) = differences(edited, recorded)
+    assert line.startswith("messages[0].content: from character 510: ")
+    assert "exact value rule" in line and "exact-value rule" in line
