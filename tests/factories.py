@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +81,34 @@ def closed_port_url() -> str:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return f"http://127.0.0.1:{s.getsockname()[1]}/api/mcp"
+
+
+Respond = Callable[[Any], tuple[int, dict[str, str], bytes]]
+"""Given the parsed JSON body of a POST (None when empty): status, headers, body bytes."""
+
+
+class LocalServer(ThreadingHTTPServer):
+    """A real HTTP server on 127.0.0.1, in a daemon thread, whose POST replies come from `respond`."""
+
+    def __init__(self, respond: Respond, path: str = "") -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+                status, headers, data = respond(json.loads(raw) if raw else None)
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server_address[1]}{path}"
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import anthropic
 import httpx2
 import pytest
 
+from factories import LocalServer
 from replay._errors import CassetteMiss
 from replay._judge import NO_VERDICT, extract_json_object, judge_file, verdicts_from_answer
 from replay._learn import LearnClient
@@ -90,32 +89,19 @@ def test_stand_in_policy_verdicts_with_checked_quotes(learn_url: str, model_url:
 # --------------------------------------------------------------------------- a scripted Messages API
 
 
-class ScriptedModel(ThreadingHTTPServer):
+class ScriptedModel(LocalServer):
     """A real Messages API endpoint on 127.0.0.1 answering with scripted replies, keeping each request."""
 
     def __init__(self, replies: list[tuple[int, dict[str, Any]]]) -> None:
         self.replies = list(replies)
         self.requests: list[dict[str, Any]] = []
-        server = self
+        super().__init__(self._respond)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                server.requests.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
-                status, body = server.replies.pop(0) if server.replies else (500, _api_error("script exhausted"))
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("request-id", f"req_{len(server.requests)}")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        super().__init__(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+    def _respond(self, request: Any) -> tuple[int, dict[str, str], bytes]:
+        self.requests.append(request)
+        status, body = self.replies.pop(0) if self.replies else (500, _api_error("script exhausted"))
+        headers = {"content-type": "application/json", "request-id": f"req_{len(self.requests)}"}
+        return status, headers, json.dumps(body).encode()
 
 
 def _message(content: list[dict[str, Any]], stop: str) -> dict[str, Any]:
@@ -147,8 +133,7 @@ def scripted() -> Iterator[Any]:
 
     yield start
     for s in servers:
-        s.shutdown()
-        s.server_close()
+        s.stop()
 
 
 def run(model: ScriptedModel, learn_url: str, **kwargs: Any) -> Any:

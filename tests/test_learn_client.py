@@ -7,14 +7,13 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from factories import closed_port_url
+from factories import LocalServer, closed_port_url
 import uvicorn
 import yaml
 from mcp.server.mcpserver import MCPServer
@@ -231,27 +230,15 @@ def test_tools_list_only_when_asked(peer: tuple[Any, str], wire: Wire) -> None:
 Reply = tuple[int, str, str]
 
 
-class Scripted(ThreadingHTTPServer):
+class Scripted(LocalServer):
     """A 127.0.0.1 server answering each JSON-RPC method with a fixed (status, content type, body)."""
 
     def __init__(self, replies: dict[str, Reply]) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                request = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-                status, content_type, body = replies.get(request.get("method"), replies["*"])
-                data = body.encode()
-                self.send_response(status)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        def respond(request: Any) -> tuple[int, dict[str, str], bytes]:
+            status, content_type, body = replies.get(request.get("method"), replies["*"])
+            return status, {"content-type": content_type}, body.encode()
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        super().__init__(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server_address[1]}/api/mcp"
+        super().__init__(respond, "/api/mcp")
 
 
 @pytest.fixture
@@ -264,8 +251,7 @@ def scripted() -> Iterator[Any]:
 
     yield start
     for s in servers:
-        s.shutdown()
-        s.server_close()
+        s.stop()
 
 
 
