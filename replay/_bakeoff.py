@@ -7,7 +7,6 @@ different results unless forced.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from ._errors import InputError, UsageError
 from ._flip_inputs import explain_flips
 from ._gate import adoption_gate
 from ._grading import ClaimKey, claim_info, grade_results, is_correct
-from ._io import atomic_write_text, dump_json, load_gold, read_json, results_json_path
+from ._io import atomic_write_text, display_path, dump_json, load_gold, read_json, results_json_path
 from ._matching import results_differences
 from ._records import Claim, ClaimResult, GateDecision, GoldSet, ResultsFile, Scores, Verdict
 from ._runs import MANIFEST, RESULTS, Run
@@ -153,13 +152,6 @@ def stand_in_notes(runs: list[Run]) -> list[str]:
         if names:
             notes.append(f"{note}: {', '.join(names)}")
     return notes
-
-
-def display_path(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)
 
 
 def results_file_name(prompt: str) -> str:

@@ -38,6 +38,24 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         raise
 
 
+def display_path(path: str | Path) -> str:
+    """A path for messages: relative to the current folder (`../` allowed), else as given."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return str(path)
+
+
+def portable_path(path: str | Path) -> str:
+    """A path to store in a file (a manifest, a command): relative to the current folder when the path is
+    under it, else as given; posix either way, never `../`."""
+    p = Path(path)
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
 def dump_json(data: Any) -> str:
     """Our JSON style for files people read and diff: 2-space indent, UTF-8, trailing newline."""
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import anthropic
 
 from ._errors import InputError, ReplayError, UsageError
-from ._io import atomic_write_text, load_claims, load_claims_batch, read_json, write_model
+from ._io import atomic_write_text, load_claims, load_claims_batch, portable_path, read_json, write_model
 from ._judge import judge_file
 from ._learn import LearnClient, shared_ssl_context
 from ._progress import RunProgress
@@ -125,7 +125,7 @@ def run_judge(
     stand_ins: set[str] = set()
     if pages_run is None:
         _preflight(learn_url, stand_ins)
-    rerecord = _judge_command(prompt.name, [_display_path(p) for p, _ in batches], run_dir, model, learn_url,
+    rerecord = _judge_command(prompt.name, [portable_path(p) for p, _ in batches], run_dir, model, learn_url,
                               anthropic_base_url, pages_from)
     recorder: _Recorder
     if mode == "live" and pages_run is None:
@@ -156,7 +156,7 @@ def run_judge(
             recorded_at=recorded_at,
             learn_url=scrub_text(learn_url),  # a run folder is committed: no key from a URL's query in it
             anthropic_base_url=scrub_text(anthropic_base_url) if anthropic_base_url else None,
-            pages_from=_display_path(pages_run.path) if pages_run else None,
+            pages_from=portable_path(pages_run.path) if pages_run else None,
             stand_ins=sorted(stand_ins),
             versions=_versions(),
             claims=[_claims_entry(p, b) for p, b in batches],
@@ -206,7 +206,7 @@ def _replay(
     from ._recorder import HttpRecorder
 
     m = run.manifest
-    rerecord = _judge_command(prompt.name, [_display_path(p) for p, _ in batches], run.path, m.model,
+    rerecord = _judge_command(prompt.name, [portable_path(p) for p, _ in batches], run.path, m.model,
                               m.learn_url, m.anthropic_base_url, m.pages_from)
     if m.frozen:
         rerecord += " --force"
@@ -368,16 +368,8 @@ def _run_claims(run: Run) -> list[tuple[Path, ClaimsBatch]]:
 
 
 def _claims_entry(path: Path, batch: ClaimsBatch) -> ClaimsFileEntry:
-    return ClaimsFileEntry(file=batch.file, path=_display_path(path), sha256=_sha256_file(path),
+    return ClaimsFileEntry(file=batch.file, path=portable_path(path), sha256=_sha256_file(path),
                            cassette=cassette_name(batch.file))
-
-
-def _display_path(path: Path) -> str:
-    """Relative to the current folder when the path is under it, posix either way."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
 
 
 def _sha256_file(path: Path) -> str:

@@ -30,7 +30,6 @@ A run whose replay raised in this session keeps its snapshot: it is not reported
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +44,7 @@ from syrupy.types import PropertyFilter, PropertyMatcher, SerializableData, Seri
 
 from ._cassette import CASSETTE_SUFFIX
 from ._errors import InputError
-from ._io import atomic_write_text, dump_json
+from ._io import atomic_write_text, dump_json, portable_path
 from ._mcp import normalise_learn_url
 from ._records import ClaimResult, ResultsFile
 from ._runs import Run, cassette_name
@@ -396,14 +395,6 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _display(path: Path) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:  # another drive (Windows)
-        return str(path)
-    return str(path) if rel.startswith("..") else Path(rel).as_posix()
-
-
 def explain_mismatch(
     received: str,
     snapshot: str | None,
@@ -415,9 +406,9 @@ def explain_mismatch(
     """The assertion message: a summary and the commands that explain and accept the change, then every
     claim whose verdict flipped, claims added and removed, and other claim changes."""
     new = _parse(received)
-    folder = f"{_display(snapshot_folder)}/"
+    folder = f"{portable_path(snapshot_folder)}/"
     run_name = snapshot_folder.name
-    run_label = _display(run_path) if run_path else run_name
+    run_label = portable_path(run_path) if run_path else run_name
     if snapshot is None:
         return [f"no snapshot of run {run_name} yet: `pytest --snapshot-update` writes {folder} "
                 f"({_plural(new.files, 'file')})"]

@@ -10,8 +10,7 @@ from typing import TextIO
 
 import click
 
-from .._bakeoff import display_path
-from .._io import atomic_write_text
+from .._io import atomic_write_text, display_path
 
 
 def emit_report(out: Path | None, text: str | None, print_rich: Callable[[TextIO], None]) -> None:

@@ -9,11 +9,11 @@ import click
 from rich.text import Text
 
 from .._adjudication import adjudication_markdown
-from .._bakeoff import Bakeoff, FlipLine, GateReport, bakeoff_json, display_path, run_bakeoff
+from .._bakeoff import Bakeoff, FlipLine, GateReport, bakeoff_json, run_bakeoff
 from ._output import emit_report
 from .._config import project_root, setting_path, setting_paths
 from .._errors import UsageError
-from .._io import dump_json
+from .._io import display_path, dump_json
 from .._render import TextTable, console_for, gate_lines, ratio_text
 
 

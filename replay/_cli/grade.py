@@ -10,13 +10,13 @@ import click
 from rich.text import Text
 
 from .._adjudication import adjudicate, adjudication_markdown, adjudication_renderables, run_claims
-from .._bakeoff import display_path, set_frozen, stand_in_notes
+from .._bakeoff import set_frozen, stand_in_notes
 from ._output import emit_report
 from .._config import setting_path
 from .._errors import UsageError
 from .._gate import adoption_gate
 from .._grading import ClaimKey, grade_results
-from .._io import dump_json, load_claims, load_gold, load_results
+from .._io import display_path, dump_json, load_claims, load_gold, load_results
 from .._records import Claim, GateDecision, GoldSet, ResultsFile, Scores
 from .._render import console_for, gate_lines, headline, score_tables, unmatched_lines
 from .._runs import MANIFEST, Run
