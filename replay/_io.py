@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
@@ -12,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from ._errors import InputError
 from ._records import ClaimsBatch, GoldSet, ResultsFile
+from ._secrets import redact
 
 M = TypeVar("M", bound=BaseModel)
 _UMASK = os.umask(0)
@@ -19,8 +21,10 @@ os.umask(_UMASK)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename: a crash never leaves half a file."""
+    """Write to a temporary file beside `path`, then rename: a crash never leaves half a file. Any secret
+    the user gave us (`_secrets`) is removed first: this is the one way our files are written."""
     path = Path(path)
+    text = redact(text)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -44,6 +48,17 @@ def display_path(path: str | Path) -> str:
         return os.path.relpath(path)
     except ValueError:  # another drive (Windows)
         return str(path)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """Text from data (claims, ids, page lines, server replies) made safe for a terminal: every control
+    character but newline and tab (ESC, BEL, CR, C1, bidi overrides) shown as a visible `\\xNN` escape,
+    and any secret the user gave us redacted. Use it on every data string a text output prints."""
+    text = redact(text)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
 
 
 def portable_path(path: str | Path) -> str:

@@ -16,7 +16,7 @@ from replay._runs import cassette_name
 from replay._sim import start_learn, start_model
 
 REPO = Path(__file__).resolve().parents[1]
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real-cassettes"
+REAL = Path(__file__).resolve().parent / "data" / "real-cassettes"
 KEY = "sk-ant-api03-" + "Zq9" * 27
 
 

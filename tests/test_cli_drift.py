@@ -14,7 +14,7 @@ from replay._sim import start_learn
 MODELS = "https://learn.microsoft.com/azure/test/models"
 QUOTAS = "https://learn.microsoft.com/azure/test/quotas"
 OLD = "https://learn.microsoft.com/azure/test/old"
-LEARN_PAGES = Path(__file__).parents[2] / "shared" / "learn-pages"
+LEARN_PAGES = Path(__file__).resolve().parent / "data" / "learn-pages"
 
 MODELS_V1 = """# Test models
 

@@ -14,7 +14,7 @@ from replay._runs import PageVersion, Run
 from replay._sim.learn import load_page
 from replay._text import sha256_text
 
-LEARN_PAGES = Path(__file__).parents[2] / "shared" / "learn-pages"
+LEARN_PAGES = Path(__file__).resolve().parent / "data" / "learn-pages"
 CHANGES = json.loads((LEARN_PAGES / "changes.json").read_text("utf-8"))  # fails loudly when the folder is absent
 
 # Claims asserting the BEFORE value of changes #0-#12, #19, #20 (numbers, dates, regions, removed rows).

@@ -15,7 +15,7 @@ from replay._prompts import load_prompt
 from replay._records import GoldSet
 from replay._runs import Run
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "learn-pages"
+LEARN_PAGES = Path(__file__).resolve().parent / "data" / "learn-pages"
 MODELS_URL = "https://learn.microsoft.com/azure/ai-services/openai/concepts/models"
 FILE = "docs/azure-openai-models.md"
 V2, V3 = load_prompt("v2").text, load_prompt("v3").text
@@ -23,14 +23,14 @@ V2, V3 = load_prompt("v2").text, load_prompt("v3").text
 
 def learn_page(version: str, name: str) -> str:
     """A real page body (front matter dropped, as the Learn endpoint serves it), read in place."""
-    path = SHARED / version / name
-    assert path.is_file(), f"{path} is missing: the shared learn-pages corpus is required"
+    path = LEARN_PAGES / version / name
+    assert path.is_file(), f"{path} is missing: tests/data/learn-pages is part of the test data"
     text = path.read_text("utf-8")
     return text.split("\n---\n", 1)[1].lstrip("\n")
 
 
 def change(n: int) -> dict:
-    return json.loads((SHARED / "changes.json").read_text("utf-8"))[n]
+    return json.loads((LEARN_PAGES / "changes.json").read_text("utf-8"))[n]
 
 
 def result(cid: str, verdict: str, quote: str = "", rule: str = "", url: str = MODELS_URL) -> dict:

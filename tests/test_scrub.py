@@ -17,7 +17,7 @@ from replay._errors import InputError
 from replay._cassette import Interaction, load_cassette, save_cassette
 from replay._scrub import audit, audit_report, is_placeholder, mask, scrub_text
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real-cassettes"
+REAL = Path(__file__).resolve().parent / "data" / "real-cassettes"
 KEY = "sk-ant-api03-" + "".join(random.Random(7).choices(string.ascii_letters + string.digits + "_-", k=80))
 ORG = "4b9e2c1d-7a3f-4e8b-9c2d-1f0e3a5b7c9d"
 

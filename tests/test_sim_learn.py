@@ -14,7 +14,7 @@ from replay._errors import InputError
 from replay._mcp import is_missing_page, missing_page_text, parse_jsonrpc_reply, tool_result_text
 from replay._sim import start_learn
 
-SHARED = Path(__file__).parents[2] / "shared"
+TEST_DATA = Path(__file__).resolve().parent / "data"
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 MODELS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
 QUOTAS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
@@ -258,8 +258,8 @@ def test_duplicate_urls_and_missing_folder_are_input_errors(tmp_path):
 
 
 def test_real_page_snapshots_load():
-    before = SHARED / "learn-pages" / "before"
-    assert before.is_dir(), f"the shared page corpus is missing: {before}"
+    before = TEST_DATA / "learn-pages" / "before"
+    assert before.is_dir(), f"the page corpus tests/data/learn-pages is missing: {before}"
     with start_learn(before) as learn:
         session = Session(learn.url)
         session.initialize()

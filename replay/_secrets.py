@@ -1,0 +1,128 @@
+"""The secrets the user gave us (API key, auth token, header values, URL credentials), removed by value.
+
+One process-wide registry. Whoever receives a secret from the user (the runner: `--anthropic-base-url`,
+`--learn-url`, the API key, custom headers) calls `remember(value)`; every place we write or print
+(`_io.atomic_write_text`, the cassette writer, the CLI's error printer and streams) calls `redact(text)`.
+A value is removed in every encoding we can cheaply check: plain, URL-encoded (`quote`, `quote_plus`),
+JSON-escaped, and base64 (at each of the three alignments, so it is found inside a longer base64 text,
+as in a `Basic` header), each replaced by `REDACTED`.
+
+Pattern rules (what a key *looks like*) live in `_scrub`; this module only knows values it was given,
+so it can never rewrite text that merely resembles a secret (a Learn page quoting an example SAS URL).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
+
+PLACEHOLDER = "REDACTED"
+MIN_LENGTH = 6
+"""Shorter values are not remembered: redacting them would rewrite ordinary words."""
+
+CREDENTIAL_QUERY_NAMES = frozenset(
+    {
+        "key", "api-key", "api_key", "apikey", "code", "sig", "signature", "token", "access_token",
+        "id_token", "refresh_token", "auth", "password", "passwd", "pwd", "secret", "client_secret",
+        "subscription-key", "x-api-key",
+    }
+)
+"""Query parameters whose value is a credential (case-insensitive)."""
+
+_lock = threading.Lock()
+_values: set[str] = set()
+_forms: list[str] = []
+"""Every encoded form of every remembered value, longest first (so a longer form is replaced whole)."""
+
+
+def remember(value: str | None) -> None:
+    """Treat `value` as a secret from now on, in this process."""
+    if value is None:
+        return
+    value = value.strip()
+    if len(value) < MIN_LENGTH or value == PLACEHOLDER:
+        return
+    with _lock:
+        if value in _values:
+            return
+        _values.add(value)
+        forms = set(_forms) | _encodings(value)
+        _forms[:] = sorted(forms, key=len, reverse=True)
+
+
+def remember_url(url: str | None) -> None:
+    """Remember the credentials a URL carries: its userinfo password (and user) and credential query values."""
+    for value in url_credentials(url):
+        remember(value)
+
+
+def url_credentials(url: str | None) -> list[str]:
+    """The credential values in a URL: userinfo (user and password) and values of credential query names."""
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    out: list[str] = []
+    if parts.password:
+        out.append(unquote(parts.password))
+        if parts.username:
+            out.append(unquote(parts.username))
+    for name, value in parse_qsl(parts.query, keep_blank_values=False):
+        if name.lower() in CREDENTIAL_QUERY_NAMES and value:
+            out.append(value)
+    return out
+
+
+def known() -> bool:
+    """Whether any secret has been remembered."""
+    return bool(_forms)
+
+
+def redact(text: str) -> str:
+    """`text` with every form of every remembered secret replaced by `REDACTED`."""
+    if not _forms or not text:
+        return text
+    for form in list(_forms):
+        if form in text:
+            text = text.replace(form, PLACEHOLDER)
+    return text
+
+
+def contains_secret(text: str) -> bool:
+    """Whether `text` holds any form of a remembered secret."""
+    return any(form in text for form in list(_forms)) if text else False
+
+
+def forget_all() -> None:
+    """Clear the registry (for tests, and between independent runs in one process)."""
+    with _lock:
+        _values.clear()
+        _forms.clear()
+
+
+def _encodings(value: str) -> set[str]:
+    forms = {value, quote(value, safe=""), quote_plus(value, safe=""), json.dumps(value)[1:-1]}
+    forms |= {json.dumps(value, ensure_ascii=False)[1:-1]}
+    raw = value.encode("utf-8")
+    for form in _base64_forms(raw):
+        forms.add(form)
+        forms.add(form.replace("+", "-").replace("/", "_"))  # urlsafe alphabet
+    return {f for f in forms if len(f) >= MIN_LENGTH}
+
+
+def _base64_forms(raw: bytes) -> set[str]:
+    """The part of base64(x + raw + y) that depends only on `raw`, for each alignment of `raw`."""
+    out: set[str] = set()
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + raw).decode("ascii").rstrip("=")
+        # characters touched by the unknown bytes before (offset) and after (the last partial group)
+        start = (offset * 8 + 5) // 6 if offset else 0
+        total_bits = (offset + len(raw)) * 8
+        end = total_bits // 6  # characters fully determined by known bits
+        if end - start >= MIN_LENGTH:
+            out.add(encoded[start:end])
+    return out
