@@ -11,7 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ._grading import ClaimKey
+from ._io import printable
 from ._records import Claim, ClaimError, Scores
+from ._render import markdown_fence, markdown_text
 from ._runs import Run
 from ._text import line_token_set, normalise_ws, parse_number, quote_occurs, value_tokens
 
@@ -167,34 +169,37 @@ def _region_caption(e: ClaimError) -> str:
 
 
 def adjudication_markdown(errors: list[ClaimError], heading: str = "###") -> str:
-    """Every disagreement as a markdown section (claim, gold, verdict, quote, reason, page region)."""
+    """Every disagreement as a markdown section (claim, gold, verdict, quote, reason, page region); data is
+    escaped (`markdown_text`), the page region is a fenced block of `printable` text."""
     if not errors:
         return "No disagreement with the gold set."
     parts = []
     for e in errors:
-        lines = [f"{heading} {_title(e)}", ""]
-        lines += [f"- **{name}:** {value}" for name, value in _fields(e)]
-        lines += [f"- **{_region_caption(e)}**"]
+        lines = [f"{heading} {markdown_text(_title(e))}", ""]
+        lines += [f"- **{name}:** {markdown_text(value)}" for name, value in _fields(e)]
+        lines += [f"- **{markdown_text(_region_caption(e))}**"]
         if e.page_region:
-            fence = "````" if "```" in e.page_region else "```"
-            lines += ["", f"{fence}text", e.page_region, fence]
+            region = printable(e.page_region)
+            fence = markdown_fence(region)
+            lines += ["", f"{fence}text", region, fence]
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 
 
 def adjudication_renderables(errors: list[ClaimError]) -> list[RenderableType]:
-    """Every disagreement as a terminal panel."""
+    """Every disagreement as a terminal panel (every data string through `printable`)."""
     panels: list[RenderableType] = []
     for e in errors:
         fields = Table.grid(padding=(0, 1))
         fields.add_column(style="bold", justify="right", no_wrap=True)
         fields.add_column()
         for name, value in _fields(e):
-            fields.add_row(f"{name}:", Text(value))
-        fields.add_row("", Text(_region_caption(e), style="dim"))
+            fields.add_row(f"{name}:", Text(printable(value)))
+        fields.add_row("", Text(printable(_region_caption(e)), style="dim"))
         body: list[RenderableType] = [fields]
         if e.page_region:
-            body.append(Text(e.page_region, style="cyan"))
+            body.append(Text(printable(e.page_region), style="cyan"))
         style = "red" if e.kind in ("FP", "FN", "no_verdict") else "yellow"
-        panels.append(Panel(Group(*body), title=escape(_title(e)), title_align="left", border_style=style))
+        panels.append(Panel(Group(*body), title=escape(printable(_title(e))), title_align="left",
+                            border_style=style))
     return panels

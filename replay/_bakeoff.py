@@ -7,20 +7,23 @@ different results unless forced.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ._adjudication import adjudicate, run_claims
+from ._commands import rerecord_command
+from ._cost import PRICES, Price, run_cost, with_costs
 from ._errors import InputError, UsageError
 from ._flip_inputs import explain_flips
 from ._gate import adoption_gate
 from ._grading import ClaimKey, claim_info, grade_results, is_correct
 from ._io import atomic_write_text, display_path, dump_json, load_gold, read_json, results_json_path
 from ._matching import results_differences
-from ._records import Claim, ClaimResult, GateDecision, GoldSet, ResultsFile, Scores, Verdict
+from ._records import Claim, ClaimResult, FlipReport, GateDecision, GoldSet, ResultsFile, Scores, Verdict
 from ._runs import MANIFEST, RESULTS, Run
 
 RESULTS_PREFIX = "judge-bakeoff-results-"
@@ -102,6 +105,8 @@ class Version:
     results_file: Path
     scores: Scores
     claims: dict[ClaimKey, Claim]
+    cost_usd: float | None = None
+    """USD the run was billed when it was recorded (replaying it is free); None: the model has no price."""
 
     @property
     def prompt(self) -> str:
@@ -131,6 +136,8 @@ class GateReport:
     candidate: Version
     decision: GateDecision
     flips: list[FlipLine]
+    flip_report: FlipReport | None = None
+    """The flip explainer's full report (each flip's evidence), for the HTML page."""
 
 
 @dataclass
@@ -146,12 +153,45 @@ class Bakeoff:
 
 def stand_in_notes(runs: list[Run]) -> list[str]:
     """What people must read first when runs used the local stand-ins (test equipment)."""
+    return stand_in_notes_for([(display_path(r.path), r.manifest.stand_ins) for r in runs])
+
+
+def stand_in_notes_for(sources: list[tuple[str, list[str] | None]]) -> list[str]:
+    """The stand-in notes for labelled results: (label, the services that were stand-ins, None when not
+    known: a results file outside a run folder that does not say)."""
     notes = []
     for service, note in (("model", STAND_IN_JUDGE_NOTE), ("learn", STAND_IN_LEARN_NOTE)):
-        names = [display_path(r.path) for r in runs if service in r.manifest.stand_ins]
+        names = [label for label, stand_ins in sources if stand_ins and service in stand_ins]
         if names:
             notes.append(f"{note}: {', '.join(names)}")
+    unknown = [label for label, stand_ins in sources if stand_ins is None]
+    if unknown:
+        notes.append(f"cannot tell whether {', '.join(unknown)} came from the real services or the local "
+                     f"stand-ins (test equipment): not a run folder (give --run RUN to name the run it came from)")
     return notes
+
+
+def stand_ins_of(results: ResultsFile, run: Run | None) -> list[str] | None:
+    """Which services were stand-ins for these results: the run's manifest, else the results file's own
+    `stand_ins` when it has the field (the bake-off writes it), else None (not known)."""
+    if run is not None:
+        return list(run.manifest.stand_ins)
+    return list(results.stand_ins) if "stand_ins" in results.model_fields_set else None
+
+
+def rerecord_hint(label: str, run: Run | None, scores: Scores) -> str | None:
+    """How to re-record the claims without a verdict (None when every claim has one): the `judge` command
+    when the results come from a run folder with a run.json, else which claims files of `label` failed."""
+    files = sorted({e.file for e in scores.errors if e.kind == "no_verdict"})
+    if not files:
+        return None
+    if run is not None:
+        entries = {c.file: c.path for c in run.manifest.claims}
+        if all(f in entries for f in files):
+            paths = [display_path(found) if (found := run.claims_file_path(f)) else entries[f] for f in files]
+            return rerecord_command(run.manifest, paths, display_path(run.path))
+    return (f"record the claims of {', '.join(files)} again ({label} is not a run folder that names its "
+            f"claims files, so the command is not known)")
 
 
 def results_file_name(prompt: str) -> str:
@@ -179,11 +219,13 @@ def _load_version(
     return run, replayed, "replayed", differences
 
 
-def _results_to_write(run: Run, results: ResultsFile) -> ResultsFile:
-    """The run's results with its metadata; a frozen run's results file is frozen too."""
+def _results_to_write(run: Run, results: ResultsFile, prices: Mapping[str, Price]) -> ResultsFile:
+    """The run's results with its metadata and what it cost; a frozen run's results file is frozen too."""
     m = run.manifest
-    return ResultsFile(prompt=m.prompt, prompt_sha256=m.prompt_sha256, model=m.model, recorded_at=m.recorded_at,
-                       frozen=is_frozen(run.path), files=results.files)
+    # which services were stand-ins travels with the results, so grading the file alone still says it
+    out = ResultsFile(prompt=m.prompt, prompt_sha256=m.prompt_sha256, model=m.model, recorded_at=m.recorded_at,
+                      frozen=is_frozen(run.path), stand_ins=list(m.stand_ins), files=results.files)
+    return with_costs(out, batch=m.batch_ids is not None, prices=prices)
 
 
 def _plan_writes(versions: list[tuple[Run, ResultsFile]], out_dir: Path) -> list[Path]:
@@ -197,6 +239,26 @@ def _plan_writes(versions: list[tuple[Run, ResultsFile]], out_dir: Path) -> list
     return out
 
 
+def _changes_content(existing: str, new: str) -> bool:
+    """Whether writing `new` over `existing` changes or drops anything it holds (adding a field an older
+    file lacks, such as `stand_ins`, changes nothing it holds)."""
+    try:
+        old_data, new_data = json.loads(existing), json.loads(new)
+    except json.JSONDecodeError:
+        return True
+    return _drops_or_changes(old_data, new_data)
+
+
+def _drops_or_changes(old: Any, new: Any) -> bool:
+    """`_changes_content` on parsed JSON, at every depth (a file's `cost_usd`, a usage's new counter: added
+    fields, changing nothing the old value held)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return any(key not in new or _drops_or_changes(value, new[key]) for key, value in old.items())
+    if isinstance(old, list) and isinstance(new, list):
+        return len(old) != len(new) or any(_drops_or_changes(a, b) for a, b in zip(old, new))
+    return bool(old != new)
+
+
 def _write_results(targets: list[tuple[Path, ResultsFile]], force: bool, warn: Warn) -> list[Path]:
     """Write each results file; refuse (before writing any) to change a frozen one unless forced."""
     texts = []
@@ -205,9 +267,10 @@ def _write_results(targets: list[tuple[Path, ResultsFile]], force: bool, warn: W
         frozen = path.is_file() and is_frozen(path)
         text = dump_json(results.model_copy(update={"frozen": frozen or results.frozen}).model_dump(mode="json"))
         existing = path.read_text("utf-8") if path.is_file() else None
-        if frozen and existing != text and not force:
+        changed = existing is not None and existing != text and _changes_content(existing, text)
+        if frozen and changed and not force:
             refused.append(path)
-        texts.append((path, text, existing, frozen))
+        texts.append((path, text, existing, frozen and changed))
     if refused:
         raise UsageError(
             "refusing to overwrite frozen results with different results: "
@@ -215,10 +278,10 @@ def _write_results(targets: list[tuple[Path, ResultsFile]], force: bool, warn: W
             + " (a frozen baseline stays as it is; pass --force to overwrite it)"
         )
     written = []
-    for path, text, existing, frozen in texts:
+    for path, text, existing, frozen_changed in texts:
         if existing == text:
             continue
-        if frozen:
+        if frozen_changed:
             warn(f"overwriting frozen {display_path(path)} (--force); it stays frozen")
         atomic_write_text(path, text)
         written.append(path)
@@ -237,7 +300,7 @@ def _right(
     return "neither"
 
 
-def _flips(base: Version, cand: Version, gold: GoldSet, others: list[Run]) -> list[FlipLine]:
+def _flips(base: Version, cand: Version, gold: GoldSet, others: list[Run]) -> tuple[list[FlipLine], FlipReport]:
     report = explain_flips(base.run, cand.run, gold, extra_runs=others)
     causes = {(f.file, f.id): (f.primary_cause, f.summary) for f in report.flips}
     a, b = _results_by_key(base.results), _results_by_key(cand.results)
@@ -252,7 +315,7 @@ def _flips(base: Version, cand: Version, gold: GoldSet, others: list[Run]) -> li
         cause, summary = causes.get(key, ("?", ""))
         out.append(FlipLine(key[0], key[1], text, va, vb, labels.get(key),
                             _right(labels.get(key), va, vb), cause, summary))
-    return out
+    return out, report
 
 
 def run_bakeoff(
@@ -264,6 +327,7 @@ def run_bakeoff(
     replay: bool = True,
     force: bool = False,
     warn: Warn = lambda message: None,
+    prices: Mapping[str, Price] = PRICES,
 ) -> Bakeoff:
     """Replay (or read) each run, write its `judge-bakeoff-results-<prompt>.json`, grade it against the
     gold set, gate each candidate against the baseline and list the verdict flips between them."""
@@ -273,21 +337,24 @@ def run_bakeoff(
     notes: list[str] = []
     loaded = [_load_version(p, replay, warn, notes) for p in [baseline, *candidates]]
     targets = _plan_writes([(run, results) for run, results, _, _ in loaded], out_dir)
-    to_write = [(t, _results_to_write(run, res)) for t, (run, res, _, _) in zip(targets, loaded, strict=True)]
+    to_write = [(t, _results_to_write(run, res, prices)) for t, (run, res, _, _) in zip(targets, loaded, strict=True)]
     written = _write_results(to_write, force, warn)
     versions = []
     for target, (run, results, source, differences) in zip(targets, loaded, strict=True):
         claims = run_claims(run)
         scores = adjudicate(grade_results(results, gold, claims), run, claims)
-        versions.append(Version(run, display_path(run.path), results, source, differences, target, scores, claims))
+        versions.append(Version(run, display_path(run.path), results, source, differences, target, scores, claims,
+                                run_cost(run.results, run.manifest, prices)))
     notes[:0] = stand_in_notes([v.run for v in versions])
     base = versions[0]
     gates = []
     for cand in versions[1:]:
         decision = adoption_gate(base.results, cand.results, gold,
-                                 baseline_scores=base.scores, candidate_scores=cand.scores)
+                                 baseline_scores=base.scores, candidate_scores=cand.scores,
+                                 candidate_rerecord=rerecord_hint(cand.label, cand.run, cand.scores),
+                                 baseline_rerecord=rerecord_hint(base.label, base.run, base.scores))
         others = [v.run for v in versions if v is not base and v is not cand]
-        gates.append(GateReport(base, cand, decision, _flips(base, cand, gold, others)))
+        gates.append(GateReport(base, cand, decision, *_flips(base, cand, gold, others)))
     return Bakeoff(gold_path, gold, versions, gates, notes, written)
 
 
@@ -300,7 +367,8 @@ def bakeoff_json(b: Bakeoff) -> dict[str, Any]:
             "recorded_at": m.recorded_at, "stand_ins": m.stand_ins, "source": v.source,
             "replay_reproduced": None if v.replay_differences is None else not v.replay_differences,
             "replay_differences": v.replay_differences or [], "results_file": display_path(v.results_file),
-            "frozen": m.frozen, "scores": v.scores.model_dump(mode="json"),
+            "frozen": m.frozen, "cost_usd": v.cost_usd, "batch": m.batch_ids is not None,
+            "scores": v.scores.model_dump(mode="json"),
         }
 
     return {

@@ -11,35 +11,37 @@ Readability rules: JSON bodies are re-indented (2 spaces, key order kept) and wr
 strings; SSE is kept as text. Header names are lower-cased; keys are sorted. Interactions keep the order
 in which the conversation made them.
 
-Every write is scrubbed of secrets (`_scrub`). A recording is also normalised before it is written
-(`normalise_recording`): headers reduced to allow-lists, session and request ids renumbered in order of
-appearance, rate-limit values and `retry-after` fixed, so two recordings of the same exchanges are
-byte-identical and a replay can never be told to sleep. The loader also reads pydantic-ai's variant of
-the format (JSON bodies as a `parsed_body` mapping).
+Every write is scrubbed of secrets (`_scrub.scrub_interactions`: credential headers by name, known
+secrets by value, bodies changed only as parsed structures, page text never). A recording is also
+normalised before it is written (`normalise_recording`): headers reduced to allow-lists, session and
+request ids renumbered in order of appearance, rate-limit values and `retry-after` fixed, loopback
+URIs stored with the stand-ins' default ports, so two recordings of the same exchanges are
+byte-identical and a replay can never be told to sleep. The loader (YAML aliases and nesting bounded,
+`_yaml`) also reads stock vcrpy's cassettes (compressed bodies as `!!binary`) and pydantic-ai's variant
+(JSON bodies as a `parsed_body` mapping); anything malformed is an InputError naming the file.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import yaml
 
-from ._errors import InputError
+from ._bodies import map_strings, rewrite_sse_json
+from ._cassette_cache import parsed_cassette
+from ._commands import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT, canonical_endpoint
+from ._errors import InputError, UsageError
 from ._io import atomic_write_text
+from ._matching import canonical_request
 from ._mcp import FETCH_TOOL, STAND_IN_HEADER, is_missing_page, parse_jsonrpc_reply, tool_result_text
-from ._scrub import scrub_interaction
+from ._scrub import MAX_BODY, gunzip, scrub_interactions
+from ._yaml import Dumper, load_yaml
 
 CASSETTE_SUFFIX = ".yaml"
-
-try:  # libyaml is ~10x faster; fall back to pure Python where it is missing
-    _Loader: Any = yaml.CSafeLoader
-    _Dumper: Any = yaml.CSafeDumper
-except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _Loader, _Dumper = yaml.SafeLoader, yaml.SafeDumper
 
 
 @dataclass
@@ -65,7 +67,7 @@ class Interaction:
             return None
         try:
             return json.loads(self.request_body)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return None
 
     def to_vcr(self) -> dict[str, Any]:
@@ -84,35 +86,113 @@ class Interaction:
         }
 
     @classmethod
-    def from_vcr(cls, d: dict[str, Any]) -> Interaction:
-        req, resp = d["request"], d["response"]
+    def from_vcr(cls, d: Any) -> Interaction:
+        """One interaction of a vcrpy cassette (ours, stock vcrpy's with `!!binary` gzip bodies, or
+        pydantic-ai's `parsed_body` variant). Raises _Malformed saying what is wrong."""
+        item = _mapping(d, "the interaction")
+        req = _mapping(item.get("request"), "request")
+        resp = _mapping(item.get("response"), "response")
+        status = _mapping(resp.get("status"), "response.status")
+        code = status.get("code")
+        if isinstance(code, bool) or not isinstance(code, (int, str)) or not str(code).isdigit():
+            raise _Malformed(f"response.status.code is {code!r}, not an HTTP status")
+        method, uri = req.get("method"), req.get("uri")
+        if not isinstance(method, str) or not method:
+            raise _Malformed("request.method is missing or not text")
+        if not isinstance(uri, str) or not uri:
+            raise _Malformed("request.uri is missing or not text")
+        request_headers = _headers(req.get("headers"), "request.headers")
+        response_headers = _headers(resp.get("headers"), "response.headers")
         body = resp.get("body", {})
         rbody = body.get("string", "") if isinstance(body, dict) else body
         if "parsed_body" in resp:  # pydantic-ai's variant
             rbody = json.dumps(resp["parsed_body"], ensure_ascii=False)
-        if isinstance(rbody, bytes):
-            rbody = rbody.decode("utf-8", "replace")
+        rtext = _body_text(rbody, response_headers, "response.body")
         qbody = req.get("body")
+        if isinstance(qbody, dict) and "string" in qbody:
+            qbody = qbody["string"]
         if "parsed_body" in req:
             qbody = json.dumps(req["parsed_body"], ensure_ascii=False)
-        if isinstance(qbody, bytes):
-            qbody = qbody.decode("utf-8", "replace")
+        message = status.get("message")
         return cls(
-            method=req["method"],
-            uri=req["uri"],
-            request_body=qbody,
-            status=int(resp["status"]["code"]),
-            reason=resp["status"].get("message") or "",
-            response_body=rbody or "",
-            request_headers=_headers(req.get("headers")),
-            response_headers=_headers(resp.get("headers")),
+            method=method,
+            uri=uri,
+            request_body=_body_text(qbody, {}, "request.body") or None,
+            status=int(code),
+            reason=message if isinstance(message, str) else "",
+            response_body=rtext,
+            request_headers=request_headers,
+            response_headers=response_headers,
         )
 
 
-def _headers(raw: Any) -> dict[str, list[str]]:
+class _Malformed(ValueError):
+    """What is wrong with one interaction of a cassette."""
+
+
+def _mapping(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Malformed(f"{what} is {type(value).__name__ if value is not None else 'missing'}, expected a mapping")
+    return value
+
+
+def _body_text(body: Any, headers: dict[str, list[str]], what: str) -> str:
+    """A stored body as text. Stock vcrpy keeps a compressed body as bytes (`!!binary`) beside its
+    `content-encoding` header: it is decoded, and the header (with `content-length`) dropped."""
+    if body is None:
+        return ""
+    if isinstance(body, str):
+        return body
+    if isinstance(body, (bytes, bytearray)):
+        raw = bytes(body)
+        encodings = [e.strip().lower() for v in headers.get("content-encoding", []) for e in v.split(",") if e.strip()]
+        if encodings == ["gzip"]:  # stock vcrpy's usual case, decompressed within a size bound
+            unzipped = gunzip(raw)
+            if unzipped is None:
+                raise _Malformed(f"{what}: not valid gzip data, or larger than {MAX_BODY // 2**20} MB once decompressed")
+            raw = unzipped
+            headers.pop("content-encoding", None)
+            headers.pop("content-length", None)
+        elif encodings:
+            try:
+                raw = decode_content(raw, encodings)
+            except UsageError as exc:
+                raise _Malformed(f"{what}: {exc}") from None
+            except Exception as exc:  # a decoder's own error on a corrupt body (httpx.DecodingError, zlib.error)
+                raise _Malformed(f"{what}: not valid {'/'.join(encodings)} data ({exc})") from None
+            headers.pop("content-encoding", None)
+            headers.pop("content-length", None)
+        elif raw[:2] == b"\x1f\x8b":
+            raw = gunzip(raw) or raw
+        return raw.decode("utf-8", "replace")
+    raise _Malformed(f"{what} is {type(body).__name__}, expected text")
+
+
+def decode_content(raw: bytes, encodings: list[str]) -> bytes:
+    """Undo content encodings (last applied first) with httpx's decoders: a client only asks for
+    encodings it can decode, and these are the decoders it uses."""
+    from httpx._decoders import SUPPORTED_DECODERS
+
+    for encoding in reversed(encodings):
+        if encoding == "identity":
+            continue
+        decoder_class = SUPPORTED_DECODERS.get(encoding)
+        if decoder_class is None:
+            raise UsageError(f"cannot store a response sent with content-encoding {encoding!r}: record without it")
+        decoder = decoder_class()
+        raw = decoder.decode(raw) + decoder.flush()
+    return raw
+
+
+def _headers(raw: Any, what: str) -> dict[str, list[str]]:
+    if raw is None:
+        return {}
     out: dict[str, list[str]] = {}
-    for k, v in (raw or {}).items():
-        out.setdefault(str(k).lower(), []).extend(v if isinstance(v, list) else [v])
+    for k, v in _mapping(raw, what).items():
+        values = v if isinstance(v, list) else [v]
+        if any(isinstance(x, (dict, list)) for x in values):
+            raise _Malformed(f"{what}.{k} is not a header value")
+        out.setdefault(str(k).lower(), []).extend(values)
     return {k: [str(x) for x in v] for k, v in out.items()}
 
 
@@ -122,11 +202,11 @@ def _readable(body: str | None) -> str | None:
         return body
     try:
         return json.dumps(json.loads(body), indent=2, ensure_ascii=False)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return body
 
 
-class _BlockDumper(_Dumper):  # type: ignore[misc]
+class _BlockDumper(Dumper):  # type: ignore[misc]
     pass
 
 
@@ -141,9 +221,10 @@ _BlockDumper.add_representer(str, _str_representer)
 
 
 def dumps_cassette(interactions: list[Interaction], *, scrub: bool = True) -> str:
-    """The cassette text; secrets are scrubbed unless `scrub=False` (tests planting secrets only)."""
+    """The cassette text; secrets are scrubbed (`_scrub.scrub_interactions`) unless `scrub=False`
+    (tests planting secrets only)."""
     if scrub:
-        interactions = [scrub_interaction(i) for i in interactions]
+        interactions = scrub_interactions(interactions)
     data = {"interactions": [i.to_vcr() for i in interactions], "version": 1}
     text: str = yaml.dump(data, Dumper=_BlockDumper, sort_keys=True, allow_unicode=True, width=100_000)
     return text
@@ -169,33 +250,17 @@ _SESSION = "mcp-session-id"
 _REQUEST_ID = "request-id"
 
 
-def rewrite_sse_json(body: str, change: Callable[[Any], Any] | None = None) -> str:
-    """An SSE body with each `data:` line that holds JSON written compactly (`ensure_ascii=False`), after
-    `change` when given. Line ends and the space after `data:` are kept; other lines are untouched."""
-    lines = body.split("\n")
-    for n, line in enumerate(lines):
-        if not line.startswith("data:"):
-            continue
-        end = "\r" if line.endswith("\r") else ""
-        payload = line[5:].removesuffix("\r")
-        try:
-            message = json.loads(payload)
-        except json.JSONDecodeError:
-            continue
-        if change is not None:
-            message = change(message)
-        lead = " " if payload.startswith(" ") else ""
-        lines[n] = "data:" + lead + json.dumps(message, ensure_ascii=False, separators=(",", ":")) + end
-    return "\n".join(lines)
-
-
 def normalise_recording(interactions: list[Interaction]) -> list[Interaction]:
     """The interactions as a recording stores them: allow-listed lower-case headers; MCP session ids
     renumbered `session-1`, `session-2`... and request ids `req_recorded_0001`... in order of first
-    appearance (also where a body echoes a request id); rate limits `0`; `retry-after` `0`; no dates;
-    SSE events' JSON written compactly (a page served from another conversation of the recording, its
-    JSON-RPC id rewritten, is then stored with the same bytes as one fetched live, however the server
-    escaped it)."""
+    appearance (also where a body echoes a request id, changed in the parsed body); rate limits `0`;
+    `retry-after` `0`; no dates; SSE events' JSON written compactly (a page served from another
+    conversation of the recording, its JSON-RPC id rewritten, is then stored with the same bytes as one
+    fetched live, however the server escaped it); a loopback URI in canonical form
+    (`_commands.canonical_endpoint`: the stand-ins' default ports), so a re-record against stand-ins
+    on other ports changes no byte. Secrets are removed first (`_scrub.scrub_interactions`), while the
+    credential headers that carry them (and are dropped here) are still there to say what they are."""
+    interactions = scrub_interactions(interactions)
     sessions: dict[str, str] = {}
     request_ids: dict[str, str] = {}
 
@@ -211,6 +276,7 @@ def normalise_recording(interactions: list[Interaction]) -> list[Interaction]:
                 req_headers[name] = [session(v) for v in values] if name == _SESSION else list(values)
         resp_headers: dict[str, list[str]] = {}
         body = it.response_body
+        content_type = it.header("content-type")
         for name, values in it.response_headers.items():
             name = name.lower()
             if name == _SESSION:
@@ -219,18 +285,18 @@ def normalise_recording(interactions: list[Interaction]) -> list[Interaction]:
                 new = [request_ids.setdefault(v, f"req_recorded_{len(request_ids) + 1:04d}") for v in values]
                 for old, placeholder in zip(values, new):
                     if old and old in body:
-                        body = body.replace(old, placeholder)
+                        body = map_strings(body, content_type, _replacing(old, placeholder))
                 resp_headers[name] = new
             elif name.startswith(_RATELIMIT) or name == "retry-after":
                 resp_headers[name] = ["0" for _ in values]
             elif name in RESPONSE_HEADERS:
                 resp_headers[name] = list(values)
-        if "text/event-stream" in (it.header("content-type") or "").lower():
+        if "text/event-stream" in (content_type or "").lower():
             body = rewrite_sse_json(body)
         out.append(
             Interaction(
                 method=it.method.upper(),
-                uri=it.uri,
+                uri=canonical_uri(it.method, it.uri, it.request_body),
                 request_body=it.request_body,
                 status=it.status,
                 response_body=body,
@@ -242,21 +308,42 @@ def normalise_recording(interactions: list[Interaction]) -> list[Interaction]:
     return out
 
 
+def _replacing(old: str, new: str) -> Callable[[str], str]:
+    return lambda text: text.replace(old, new)
+
+
+def canonical_uri(method: str, uri: str, body: str | None) -> str:
+    """The URI as a cassette stores it: a loopback endpoint with the default port of the stand-in of its
+    kind (model or Learn), any other URI unchanged."""
+    kind = canonical_request(method, uri, body).kind
+    if kind == "other":
+        return uri
+    return canonical_endpoint(uri, MODEL_STAND_IN_PORT if kind == "model" else LEARN_STAND_IN_PORT)
+
+
 def load_cassette(path: str | Path) -> list[Interaction]:
-    """Load a vcrpy YAML cassette (ours or stock) into interactions."""
+    """Load a vcrpy YAML cassette (ours or stock) into interactions; anything malformed is an
+    InputError naming the file and the interaction."""
     path = Path(path)
     try:
-        data = yaml.load(path.read_text("utf-8"), Loader=_Loader)
+        data = parsed_cassette(path, lambda text: load_yaml(text, path), parser="yaml safe, bounded aliases, v1")
     except FileNotFoundError as exc:
         raise InputError(path, "no such cassette") from exc
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise InputError(path, f"not a readable cassette ({str(exc).splitlines()[0]})") from exc
+    except IsADirectoryError as exc:
+        raise InputError(path, "is a folder, expected a cassette file") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not a cassette: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from exc
+    except OSError as exc:
+        raise InputError(path, f"cannot read ({exc.strerror or exc})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise InputError(path, "not a vcrpy cassette: no 'interactions' list")
-    try:
-        return [Interaction.from_vcr(d) for d in data["interactions"]]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(path, f"malformed interaction in cassette ({exc!r})") from exc
+    out = []
+    for index, item in enumerate(data["interactions"]):
+        try:
+            out.append(Interaction.from_vcr(item))
+        except _Malformed as exc:
+            raise InputError(path, f"interaction {index}: {exc}") from None
+    return out
 
 
 # --------------------------------------------------------------------------- reading Learn traffic
@@ -273,7 +360,7 @@ class LearnCall:
 
     @property
     def page_missing(self) -> bool:
-        return self.tool == FETCH_TOOL and (self.is_error or is_missing_page(self.text))
+        return self.tool == FETCH_TOOL and is_missing_page(self.text, self.is_error)
 
 
 def learn_calls(interactions: list[Interaction]) -> list[LearnCall]:
@@ -286,7 +373,7 @@ def learn_calls(interactions: list[Interaction]) -> list[LearnCall]:
         params = req.get("params") or {}
         try:
             message = parse_jsonrpc_reply(it.response_body, it.header("content-type"))
-        except (ValueError, json.JSONDecodeError):
+        except (ValueError, RecursionError):
             out.append(LearnCall(params.get("name", ""), params.get("arguments") or {}, "", True))
             continue
         text, is_error = tool_result_text(message)

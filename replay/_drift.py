@@ -19,6 +19,10 @@ For one claim, its old page (what the run's judge read) against a later version 
 - `quote-gone`: the recorded quote occurred in the old page and occurs in the new one no more.
 - `changed-quote-intact`: the page changed, but the quote and the claim's values are still there.
 
+Quotes are compared on text stripped of markdown formatting (`formatting_free`: backticks, emphasis,
+table padding, whitespace), so a line that only gained backticks or lost padding is no drift: its claims
+are `changed-quote-intact`, with a note saying the change was formatting only.
+
 Several may apply; the first in the order page-gone > value-changed > quote-gone > changed-quote-intact
 > unchanged wins. Claims whose status is neither `unchanged` nor `changed-quote-intact` are at risk.
 """
@@ -26,14 +30,17 @@ Several may apply; the first in the order page-gone > value-changed > quote-gone
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal
 
+from ._commands import rerecord_command
 from ._mcp import normalise_learn_url
-from ._records import DriftClaim, DriftPage, DriftReport, Verdict
+from ._records import DriftClaim, DriftPage, DriftReport, RunManifest, Verdict
 from ._runs import PageVersion
 from ._text import (
     Located,
@@ -108,9 +115,9 @@ def _changed(item: ClaimEvidence, old_text: str, new_text: str) -> dict[str, obj
     """Status fields of a claim whose page content changed."""
     values = _claim_values(item.claim)
     old_lines, new_lines = _lines(old_text), _lines(new_text)
-    exact_new = {normalise_ws(line.line) for line in new_lines}
-    quoted = bool(item.quote.strip()) and quote_occurs(item.quote, old_text)
-    old_tokens, new_tokens = _page_tokens(old_lines), _page_tokens(new_lines)
+    exact_new = _exact_lines(new_text)
+    quoted = bool(item.quote.strip()) and quote_in(item.quote, old_text)
+    old_tokens, new_tokens = _page_tokens(old_text), _page_tokens(new_text)
 
     if not quoted:
         (grounds_now, words_now), now = _support(new_lines, new_tokens, item.claim, values)
@@ -125,7 +132,7 @@ def _changed(item: ClaimEvidence, old_text: str, new_text: str) -> dict[str, obj
             return {"status": "value-changed", "old": anchor.line.strip(), "new": twin.line.strip(),
                     "note": f"line {anchor.index + 1} now reads as line {twin.index + 1} with other values"}
 
-    quote_gone = quoted and not quote_occurs(item.quote, new_text)
+    quote_gone = quoted and not quote_in(item.quote, new_text)
     vanished = sorted(v for v in values if v in old_tokens and v not in new_tokens)
     if vanished:
         value_line = _value_line(old_lines, values, _claim_words(item.claim)) or _first(_anchors(item, old_text))
@@ -142,7 +149,29 @@ def _changed(item: ClaimEvidence, old_text: str, new_text: str) -> dict[str, obj
         return {"status": "quote-gone", "old": quote_line.line.strip() if quote_line else None,
                 "new": twin.line.strip() if twin else None, "note": "the recorded quote no longer occurs"}
 
+    if formatting_free(old_text) == formatting_free(new_text):
+        return {"status": "changed-quote-intact", "note": "the page changed only in its markdown formatting"}
+    if quoted and not quote_occurs(item.quote, new_text):
+        return {"status": "changed-quote-intact",
+                "note": "the quote's line changed only in its markdown formatting (backticks, emphasis, padding)"}
     return {"status": "changed-quote-intact", "note": "the page changed elsewhere"}
+
+
+_EMPHASIS = re.compile(r"\*+|(?<![0-9A-Za-z])_+|_+(?![0-9A-Za-z])|~~")
+_CELL_EDGE = re.compile(r"\s*\|\s*")
+
+
+def formatting_free(text: str) -> str:
+    """Text as it reads, without its markdown formatting: no backticks, no emphasis markers (`*`, `**`,
+    `_` at a word's edge, `~~`), no padding around table cell bars, whitespace collapsed. Two versions of
+    a line equal under it differ in formatting only."""
+    text = _EMPHASIS.sub("", text.replace("`", ""))
+    return normalise_ws(_CELL_EDGE.sub("|", text))
+
+
+def quote_in(quote: str, page: str) -> bool:
+    """The quote occurs in the page, formatting aside (see `formatting_free`)."""
+    return quote_occurs(quote, page) or quote_occurs(formatting_free(quote), formatting_free(page))
 
 
 def claim_line_pair(old_text: str, new_text: str, claim: str | None, quote_a: str = "",
@@ -152,8 +181,7 @@ def claim_line_pair(old_text: str, new_text: str, claim: str | None, quote_a: st
     the line of A's quote in the old page, of B's quote in the new page, then of the claim's values in
     each."""
     old_lines, new_lines = _lines(old_text), _lines(new_text)
-    exact_old = {normalise_ws(line.line) for line in old_lines}
-    exact_new = {normalise_ws(line.line) for line in new_lines}
+    exact_old, exact_new = _exact_lines(old_text), _exact_lines(new_text)
     values, words = _claim_values(claim), _claim_words(claim)
     tries = [
         (False, _quote_line(old_text, quote_a)), (True, _quote_line(new_text, quote_b)),
@@ -182,10 +210,11 @@ def _canon(token: str) -> str:
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 
 
-def _tokset(text: str) -> set[str]:
+@functools.lru_cache(maxsize=8192)
+def _tokset(text: str) -> frozenset[str]:
     """A line's tokens, with HTML tags read as the breaks they render as (`400,000<br>Input` holds
-    `400000`, `requests<sup>1</sup>` holds `requests`)."""
-    return {_canon(t) for t in line_token_set(_HTML_TAG.sub(" ", text))}
+    `400000`, `requests<sup>1</sup>` holds `requests`). Cached: every claim on a page reads its lines."""
+    return frozenset(_canon(t) for t in line_token_set(_HTML_TAG.sub(" ", text)))
 
 
 def _digits(text: str) -> set[str]:
@@ -203,15 +232,22 @@ def _claim_words(claim: str | None) -> set[str]:
     return set(subject_words(claim or ""))
 
 
-def _lines(text: str) -> list[Located]:
-    return [Located(i, line) for i, line in enumerate(text.splitlines()) if line.strip()]
+@functools.lru_cache(maxsize=32)
+def _lines(text: str) -> tuple[Located, ...]:
+    """A page's non-blank lines (cached: each page version is split once per command, not per claim)."""
+    return tuple(Located(i, line) for i, line in enumerate(text.splitlines()) if line.strip())
 
 
-def _page_tokens(lines: Iterable[Located]) -> set[str]:
-    out: set[str] = set()
-    for line in lines:
-        out |= _tokset(line.line)
-    return out
+@functools.lru_cache(maxsize=32)
+def _exact_lines(text: str) -> frozenset[str]:
+    """A page's lines, whitespace-normalised."""
+    return frozenset(normalise_ws(line.line) for line in _lines(text))
+
+
+@functools.lru_cache(maxsize=32)
+def _page_tokens(text: str) -> frozenset[str]:
+    """Every token of a page."""
+    return frozenset(t for line in _lines(text) for t in _tokset(line.line))
 
 
 def _cells(line: str) -> list[str] | None:
@@ -248,7 +284,7 @@ def _quote_line(old_text: str, quote: str) -> Located | None:
     return found
 
 
-def _value_line(lines: list[Located], values: set[str], words: set[str]) -> Located | None:
+def _value_line(lines: Sequence[Located], values: set[str], words: set[str]) -> Located | None:
     """The line carrying most of the claim's value tokens, then most of its subject words (first on a
     tie: `1` is on many lines, `1 K` for Azure for Students on one), if any carries a value."""
     best, best_score = None, (0, 0)
@@ -272,7 +308,7 @@ def _anchors(item: ClaimEvidence, old_text: str) -> list[Located]:
     return out
 
 
-def _counterpart(line: str, new_lines: list[Located], exact_new: set[str]) -> Located | None:
+def _counterpart(line: str, new_lines: Sequence[Located], exact_new: AbstractSet[str]) -> Located | None:
     """The new page's version of an old line: itself, the row with the same key, or the closest line."""
     wanted = normalise_ws(line)
     if wanted in exact_new:
@@ -338,7 +374,7 @@ def _values_differ(old_line: str, new_line: str, values: set[str]) -> bool:
     return False
 
 
-def _support(lines: list[Located], page_tokens: set[str], claim: str | None,
+def _support(lines: Sequence[Located], page_tokens: AbstractSet[str], claim: str | None,
              values: set[str]) -> tuple[tuple[bool, int], Located | None]:
     """How well a page would ground a claim that has no quote: ((whether it grounds as the judge policy
     reads it, the most subject words on one line carrying every value), the line that best grounds it).
@@ -365,12 +401,6 @@ def is_at_risk(claim: DriftClaim) -> bool:
     return claim.status in AT_RISK_STATUSES
 
 
-def rerecord_command(prompt: str, claims_paths: Iterable[str], run: str) -> str:
-    """The command that re-records only the given claims files into a new run."""
-    paths = " ".join(shlex.quote(p) for p in claims_paths)
-    return f"judge-replay judge --prompt {shlex.quote(prompt)} --claims {paths} --run {shlex.quote(run)} --mode record"
-
-
 def drift_report(
     *,
     run: str,
@@ -378,12 +408,13 @@ def drift_report(
     items: list[ClaimEvidence],
     old_pages: Mapping[str, PageVersion],
     new_pages: Mapping[str, PageVersion],
-    prompt: str,
+    recorded_as: RunManifest,
     claims_paths: Mapping[str, str],
     rerecord_run: str,
 ) -> DriftReport:
     """Drift of every claim of a run. Pages are keyed by normalised URL (as `Run.pages` is);
-    `claims_paths` maps a claims batch's `file` to its claims file path, for the re-record command."""
+    `claims_paths` maps a claims batch's `file` to its claims file path, and `recorded_as` is the run's
+    manifest, for the command that re-records the files at risk the way the run was recorded."""
     claims = []
     for item in items:
         key = normalise_learn_url(item.evidence_url) if item.evidence_url else None
@@ -395,8 +426,8 @@ def drift_report(
     commands = []
     if files:
         paths = [claims_paths.get(f, f"<claims file of {f}>") for f in files]
-        commands = [rerecord_command(prompt, paths, rerecord_run),
-                    f"judge-replay diff {shlex.quote(run)} {shlex.quote(rerecord_run)}"]
+        commands = [rerecord_command(recorded_as, paths, rerecord_run),
+                    shlex.join(["judge-replay", "diff", run, rerecord_run])]
     return DriftReport(run=run, against=against, claims=claims, at_risk=at_risk,
                        rerecord_commands=commands, pages=_pages(claims))
 

@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ._drift import ClaimEvidence, drift_report, evidence_url
+from ._flip_inputs import claims_paths as run_claims_paths
 from ._io import write_model
 from ._mcp import FETCH_TOOL, normalise_learn_url
 from ._records import Claim, ClaimsFileEntry, DriftReport, FileResult, ResultsFile, RunManifest, ToolCall
@@ -23,11 +24,12 @@ def run_drift(old_run: Run, new_run: Run, *, run_name: str, against_name: str,
               today: str) -> DriftReport:
     """The drift report of `old_run` against the pages of `new_run` (both run folders, read offline)."""
     items = drift_items(old_run, claims or {})
-    paths = {entry.file: entry.path for entry in old_run.manifest.claims}
-    paths.update(claims_paths or {})
+    paths = {**run_claims_paths(old_run), **(claims_paths or {})}
+    # the re-record fetches today's pages: never pinned to the pages the old run may have been served from
+    recorded_as = old_run.manifest.model_copy(update={"pages_from": None})
     return drift_report(
         run=run_name, against=against_name, items=items, old_pages=old_run.pages, new_pages=new_run.pages,
-        prompt=old_run.manifest.prompt, claims_paths=paths, rerecord_run=f"{run_name}-{today}",
+        recorded_as=recorded_as, claims_paths=paths, rerecord_run=f"{run_name}-{today}",
     )
 
 

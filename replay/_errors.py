@@ -6,6 +6,12 @@
     ├── LearnError (2)          the Learn MCP endpoint failed in a way the judge cannot work around
     ├── CassetteMiss (1)        replay met a request that is not in the cassette
     ├── CheckFailed (1)         a check the command exists to make failed (audit finding, verify mismatch)
+    └── RecordingFailed (1)     a run gave nothing to keep, or a service was down before it started
+
+`_cli.main.main()` is the one place these become a line on stderr and an exit code. It also turns a
+system error into one line naming the file (a full disk or a read-only folder: 1; a path that is a folder
+or missing: 2) and any other exception into one line saying it is a bug (exit 70; JUDGE_REPLAY_DEBUG=1
+shows the traceback). Raise these for everything a user can cause; never let a traceback be the message.
 """
 
 from __future__ import annotations
@@ -73,5 +79,12 @@ class CassetteMiss(ReplayError):
 
 class CheckFailed(ReplayError):
     """A check the command exists to make failed; the findings were already printed."""
+
+    exit_code = 1
+
+
+class RecordingFailed(ReplayError):
+    """A live run or recording that gave nothing to keep (every conversation failed), or a service that
+    is down before it starts: an environment failure, exit 1."""
 
     exit_code = 1

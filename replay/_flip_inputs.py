@@ -7,7 +7,20 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import InputError
-from ._flips import Conversation, Key, PageRead, RunInput, SearchMade, confirm_commands, flip_report, gold_labels
+from ._flips import (
+    ROLES,
+    Conversation,
+    Key,
+    PageRead,
+    RunInput,
+    SearchMade,
+    confirm_commands,
+    controlled_role,
+    flip_report,
+    flipped_keys,
+    gold_labels,
+)
+from ._io import display_path
 from ._mcp import FETCH_TOOL, SEARCH_TOOL, search_result_urls
 from ._prompts import BUNDLED, load_prompt
 from ._records import Claim, ClaimsBatch, FlipReport, GoldSet
@@ -110,16 +123,27 @@ def run_input(run: Run, claims: Sequence[ClaimsBatch] = ()) -> RunInput:
         name=run.name, label=str(run.path), prompt_name=m.prompt, prompt_text=text,
         prompt_sha256=m.prompt_sha256, model=m.model, versions=dict(m.versions), pages_from=_pages_from(run),
         aliases=_aliases(run), results=results, claims=known, conversations=conversations, pages=pages,
-        prompt_arg=arg, claims_paths={e.file: e.path for e in m.claims},
+        prompt_arg=arg, claims_paths=claims_paths(run), anthropic_base_url=m.anthropic_base_url,
+        stand_ins=tuple(m.stand_ins),
     )
 
 
+def claims_paths(run: Run) -> dict[str, str]:
+    """claims file -> where its claims file is, as a command pasted in the current folder takes it (the
+    manifest's recorded path when the file is not found)."""
+    out = {}
+    for entry in run.manifest.claims:
+        found = run.claims_file_path(entry.file)
+        out[entry.file] = display_path(found) if found is not None else entry.path
+    return out
+
+
 def discover_runs(run_a: Run, run_b: Run, exclude: Sequence[Run] = ()) -> list[Run]:
-    """Sibling run folders (same parent as A or B) that can confirm a cause: repeats of A's or B's prompt,
-    or runs recorded with `--pages-from` A or B, sharing at least one claims file."""
+    """Candidate controlled runs: sibling run folders (same parent as A or B) recorded with A's or B's
+    prompt (same sha256) that share a claims file with them. Whether one really holds a side fixed (page
+    versions, claim by claim) is `_flips.controlled_role`'s decision."""
     taken = {r.path.resolve() for r in (run_a, run_b, *exclude)}
     shas = {run_a.manifest.prompt_sha256, run_b.manifest.prompt_sha256}
-    targets = _aliases(run_a) | _aliases(run_b)
     files = {e.file for e in run_a.manifest.claims} | {e.file for e in run_b.manifest.claims}
     found: list[Run] = []
     for parent in dict.fromkeys([run_a.path.resolve().parent, run_b.path.resolve().parent]):
@@ -128,27 +152,43 @@ def discover_runs(run_a: Run, run_b: Run, exclude: Sequence[Run] = ()) -> list[R
                 continue
             try:
                 m = run.manifest
-                fits = m.prompt_sha256 in shas or (_pages_from(run) or "") in targets
-                if fits and files & {e.file for e in m.claims}:
-                    found.append(run)
+                if m.prompt_sha256 in shas and files & {e.file for e in m.claims}:
+                    found.append(Run(display_path(run.path)))
                     taken.add(run.path.resolve())
             except InputError:
                 continue  # a broken sibling is not what the user asked about
     return found
 
 
+def _given_role(x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key]) -> dict[str, Any]:
+    """What a run the user named with `--with` does for the comparison (it is used even when nothing)."""
+    return controlled_role(x, a, b, keys) or {
+        "run": x.name, "path": x.label, "role": None, "claims": {}, "stand_ins": list(x.stand_ins),
+        "why": f"{x.name}: holds neither side fixed for a flipped claim (its prompt or its pages differ from both)",
+    }
+
+
 def explain_flips(
     run_a: Run, run_b: Run, gold: GoldSet | None = None, extra_runs: Sequence[Run] = (), *,
     discover: bool = True, claims: Sequence[ClaimsBatch] = (), confirm_parent: str | None = None,
 ) -> FlipReport:
-    """Explain every verdict flip from run A to run B (see `_flips.flip_report`)."""
-    extras = list(extra_runs)
-    if discover:
-        extras += discover_runs(run_a, run_b, extras)
+    """Explain every verdict flip from run A to run B (see `_flips.flip_report`). Runs given in
+    `extra_runs` are used as they are; sibling folders found by `discover_runs` only when they hold one
+    side fixed for a flipped claim (most telling first: A's prompt on B's pages, then the crossed one,
+    then repeats). `report.controlled_runs` says which runs were used and why."""
     a, b = run_input(run_a, claims), run_input(run_b, claims)
-    extra_inputs = [run_input(x, claims) for x in extras]
-    report = flip_report(a, b, gold_labels(gold), extra_inputs)
+    keys = flipped_keys(a, b)
+    given = [run_input(run, claims) for run in extra_runs]
+    found: list[tuple[int, str, RunInput, dict[str, Any]]] = []
+    for run in discover_runs(run_a, run_b, extra_runs) if discover else []:
+        x = run_input(run, claims)
+        role = controlled_role(x, a, b, keys)
+        if role is not None:
+            found.append((ROLES.index(role["role"]), x.name, x, role))
+    found.sort(key=lambda item: item[:2])
+    report = flip_report(a, b, gold_labels(gold), [*given, *(x for _, _, x, _ in found)])
+    report.controlled_runs = [{**_given_role(x, a, b, keys), "found": "given"} for x in given]
+    report.controlled_runs += [{**role, "found": "sibling folder"} for *_, role in found]
     parent = confirm_parent if confirm_parent is not None else str(run_b.path.parent)
     report.confirm_commands = confirm_commands(a, b, report, parent)
     return report
-

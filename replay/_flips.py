@@ -1,7 +1,7 @@
 """Why a claim's verdict moved between two runs: prompt, page, evidence path or the model (pure core).
 
-Inputs are plain data built at the edge (`replay._flip_inputs`) from run folders; nothing here reads a
-file or the network. `explain_flips(Run, Run, ...)` at the bottom is the edge entry, re-exported.
+Inputs are plain data built at the edge (`replay._flip_inputs`, whose `explain_flips(Run, Run, ...)` is
+the entry point) from run folders; nothing here reads a file or the network.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from ._commands import judge_command
 from ._drift import claim_line_pair
 from ._mcp import normalise_learn_url
 from ._page_diff import changed_values, claim_values_on, line_values, region_diff
@@ -87,7 +88,11 @@ class RunInput:
     prompt_arg: str | None = None
     """What to pass to `judge --prompt` to run this run's prompt again."""
     claims_paths: Mapping[str, str] = field(default_factory=dict)
-    """claims file -> the claims path recorded in the manifest."""
+    """claims file -> its claims file path, as a command run from the current folder takes it."""
+    anthropic_base_url: str | None = None
+    """The Messages API endpoint the run was recorded against (a stand-in's, stored canonically), if not the SDK's."""
+    stand_ins: tuple[str, ...] = ()
+    """Which services of the run were the local stand-ins (`learn`, `model`)."""
 
     @property
     def prompt_id(self) -> str | None:
@@ -375,6 +380,49 @@ def _repeats_evidence(runs: Sequence[RunInput], traces: Sequence[ClaimTrace], gr
         "verdicts": dict(Counter(v or "none" for v in verdicts)),
         "flip_rate": _flip_rate(verdicts),
     }
+
+
+ROLES = ("A's prompt with B's pages", "B's prompt with A's pages", "a repeat of A", "a repeat of B")
+"""How another run can hold one side of an A → B comparison fixed, most telling first."""
+
+
+def flipped_keys(a: RunInput, b: RunInput) -> list[Key]:
+    """The paired claims whose verdict differs."""
+    return sorted(k for k in a.results.keys() & b.results.keys()
+                  if a.results[k].judge_verdict != b.results[k].judge_verdict)
+
+
+def controlled_role(x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key]) -> dict[str, Any] | None:
+    """How run x holds one side of A → B fixed for the flipped claims `keys` it judged: the same prompt
+    (by sha) as one side and, claim by claim, the same page versions as the other side (a crossed run)
+    or as the same side (a repeat). None when it does so for none of them; else {run, path, role (the
+    first of ROLES it plays), claims (per role, how many), why (one line)}."""
+    if x.prompt_id is None:
+        return None
+    counts: Counter[str] = Counter()
+    for key in keys:
+        if key not in x.results or key not in a.results or key not in b.results:
+            continue
+        tx, ta, tb = claim_trace(x, key), claim_trace(a, key), claim_trace(b, key)
+        prompt_a, prompt_b = x.prompt_id == a.prompt_id, x.prompt_id == b.prompt_id
+        if prompt_a and _same_pages(x, tx, a, ta):
+            counts[ROLES[2]] += 1
+        elif prompt_b and _same_pages(x, tx, b, tb):
+            counts[ROLES[3]] += 1
+        elif prompt_a and not prompt_b and _has_pages_of(x, tx, b, tb):
+            counts[ROLES[0]] += 1
+        elif prompt_b and not prompt_a and _has_pages_of(x, tx, a, ta):
+            counts[ROLES[1]] += 1
+    if not counts:
+        return None
+    role = next(r for r in ROLES if counts[r])
+    side = "A" if x.prompt_id == a.prompt_id else "B"
+    pinned = f", recorded with --pages-from {x.pages_from}" if x.pages_from else ""
+    uses = ", ".join(f"{r} for {counts[r]}" for r in ROLES if counts[r])
+    why = (f"{x.name}: {uses} flipped claim{'s' if sum(counts.values()) != 1 else ''} ({side}'s prompt, sha "
+           f"{x.prompt_id[:8]}; page versions compared claim by claim{pinned})")
+    return {"run": x.name, "path": x.label, "role": role, "claims": dict(counts), "why": why,
+            "stand_ins": list(x.stand_ins)}
 
 
 # --------------------------------------------------------------------------- one flip
@@ -717,7 +765,8 @@ def flip_report(
                 if counts[c]},
         prompt=run_prompt,
         runs={side: {"name": r.name, "path": r.label, "prompt": r.prompt_name, "prompt_sha256": r.prompt_id,
-                     "model": r.model, "versions": dict(r.versions), "pages_from": r.pages_from}
+                     "model": r.model, "versions": dict(r.versions), "pages_from": r.pages_from,
+                     "stand_ins": list(r.stand_ins)}
               for side, r in (("a", a), ("b", b))},
         extra_runs=[x.name for x in extras],
     )
@@ -730,7 +779,8 @@ def gold_labels(gold: GoldSet | None) -> dict[Key, str]:
 def confirm_commands(a: RunInput, b: RunInput, report: FlipReport, parent: str) -> list[str]:
     """`judge` commands that would record the missing controlled runs for this report's flips: A's prompt
     with B's pages and the crossed one (for flips where both changed), else a repeat of A and of B on
-    their own pages (to measure noise). `parent` is the folder the new runs go in."""
+    their own pages (to measure noise). `parent` is the folder the new runs go in (their sibling folder,
+    where `diff` finds them); each command runs the prompt side's model at its recorded endpoint."""
     crossed = {f.file for f in report.flips if f.primary_cause in ("prompt+page", "page") and
                not f.evidence.get("confirmations")}
     repeat = {f.file for f in report.flips if f.primary_cause in ("prompt", "model", "evidence_path") and
@@ -738,12 +788,11 @@ def confirm_commands(a: RunInput, b: RunInput, report: FlipReport, parent: str) 
     out = []
 
     def command(prompt_of: RunInput, pages_of: RunInput, files: set[str], run_name: str) -> str:
-        claims = " ".join(_shell(prompt_of.claims_paths.get(f) or pages_of.claims_paths.get(f) or f)
-                          for f in sorted(files))
-        prompt = prompt_of.prompt_arg or prompt_of.prompt_name or "?"
+        claims = [prompt_of.claims_paths.get(f) or pages_of.claims_paths.get(f) or f for f in sorted(files)]
         folder = f"{parent.rstrip('/')}/{run_name}" if parent else run_name
-        return (f"judge-replay judge --prompt {_shell(prompt)} --claims {claims} --run {_shell(folder)} "
-                f"--mode record --pages-from {_shell(pages_of.label)}")
+        return judge_command(prompt=prompt_of.prompt_arg or prompt_of.prompt_name or "?", claims=claims, run=folder,
+                             model=prompt_of.model, anthropic_base_url=prompt_of.anthropic_base_url,
+                             pages_from=pages_of.label)
 
     if crossed:
         out.append(command(a, b, crossed, f"{a.name}-prompt-{b.name}-pages"))
@@ -752,9 +801,3 @@ def confirm_commands(a: RunInput, b: RunInput, report: FlipReport, parent: str) 
         out.append(command(a, a, repeat, f"{a.name}-repeat"))
         out.append(command(b, b, repeat, f"{b.name}-repeat"))
     return out
-
-
-def _shell(word: str) -> str:
-    import shlex
-
-    return shlex.quote(word)

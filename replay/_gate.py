@@ -20,8 +20,9 @@ SEED = 20_260_601
 class PairedOutcome:
     """One gold claim as the baseline and the candidate judged it."""
 
-    baseline: Outcome
-    candidate: Outcome
+    baseline: Outcome | None
+    candidate: Outcome | None
+    """None: the claim has no verdict and its gold label is correct/unsourced (neither TN nor FP)."""
     baseline_correct: bool
     candidate_correct: bool
 
@@ -107,8 +108,25 @@ def _undefined_why(scores: Scores, who: str) -> str | None:
     return None
 
 
+def missing_verdicts(scores: Scores, who: str) -> str | None:
+    """Why a version's scores cannot be compared: it has claims without a verdict (None when it has none)."""
+    if not scores.no_verdict:
+        return None
+    n = scores.no_verdict
+    return (f"the {who} has {n} claim{'' if n == 1 else 's'} without a verdict out of {scores.graded} "
+            f"(failed or cut-off conversations: counted as FN where the gold flags the claim, never as a negative)")
+
+
 def gate_rule(baseline: Scores, candidate: Scores) -> tuple[bool, str]:
-    """SPEC.md's gate alone: adopt iff P_c >= P_b and R_c >= R_b with at least one strictly greater."""
+    """SPEC.md's gate alone: adopt iff P_c >= P_b and R_c >= R_b with at least one strictly greater.
+
+    Never adopted: a candidate with claims without a verdict (SPEC.md), nor one compared with a baseline
+    that has some (its understated P/R would flatter the candidate).
+    """
+    incomplete = [why for why in (missing_verdicts(candidate, "candidate"), missing_verdicts(baseline, "baseline"))
+                  if why]
+    if incomplete:
+        return False, f"do not adopt: {' and '.join(incomplete)}"
     for scores, who in ((baseline, "baseline"), (candidate, "candidate")):
         why = _undefined_why(scores, who)
         if why:
@@ -132,10 +150,16 @@ def adoption_gate(
     *,
     baseline_scores: Scores,
     candidate_scores: Scores,
+    candidate_rerecord: str | None = None,
+    baseline_rerecord: str | None = None,
     resamples: int = RESAMPLES,
     seed: int = SEED,
 ) -> GateDecision:
     """The gate decision, with the paired evidence that says whether it rests on differences within noise.
+
+    `candidate_rerecord` / `baseline_rerecord` say how to re-record a version's claims without a verdict
+    (a command, or which files); the reason of a refusal for missing verdicts ends with them, and then
+    `within_noise` is None: no comparison was made.
 
     Within noise: the exact McNemar p on the claims only one version got right is >= 0.05, or the 95% CI
     of a difference that moved (ΔP or ΔR != 0) includes 0. A held metric's CI spanning 0 is what
@@ -168,9 +192,14 @@ def adoption_gate(
     # A rejection that rests on a metric significantly worse (its whole CI below 0) is not noise.
     worse = [f"{name} 95% CI [{ci[0]:.2f}, {ci[1]:.2f}]" for name, delta, ci in (("ΔP", d_p, ci_p), ("ΔR", d_r, ci_r))
              if delta is not None and delta < 0 and ci is not None and ci[1] < 0]
-    within = bool(noise) and not (not adopt and worse)
+    within: bool | None = bool(noise) and not (not adopt and worse)
     size = f"on a gold set of {len(outcomes)}"
-    if not adopt and worse:
+    fixes = [f"to re-record the {who}'s claims without a verdict: {fix or 'record its failed claims files again'}"
+             for who, scores, fix in (("candidate", candidate_scores, candidate_rerecord),
+                                      ("baseline", baseline_scores, baseline_rerecord)) if scores.no_verdict]
+    if fixes:
+        reason, within = f"{head}; {'; '.join(fixes)}", None
+    elif not adopt and worse:
         reason = f"{head}; {' and '.join(worse)} lies below 0: significantly worse {size}"
     elif within:
         reason = f"{head}; but {' and '.join(noise)}: the decision rests on differences within noise {size}"

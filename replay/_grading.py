@@ -73,13 +73,19 @@ def pair_claims(results: ResultsFile, gold: GoldSet) -> Pairing:
     return Pairing(paired, unmatched)
 
 
-def claim_outcome(label: str, verdict: Verdict | None) -> Outcome:
-    """SPEC.md's binary outcome: positive = the judge flagged the claim `not_grounded`."""
+def claim_outcome(label: str, verdict: Verdict | None) -> Outcome | None:
+    """SPEC.md's binary outcome: positive = the judge flagged the claim `not_grounded`.
+
+    A claim with no verdict is never TP, FP or TN: on an `outdated`/`wrong` claim it is an FN (a flag
+    was missed), on a `correct`/`unsourced` claim it has no outcome (None): nothing was judged.
+    """
     flagged = verdict == _FLAGGED
     bad = label in _BAD_LABELS
     if flagged:
         return "TP" if bad else "FP"
-    return "FN" if bad else "TN"
+    if bad:
+        return "FN"
+    return "TN" if verdict is not None else None
 
 
 def is_correct(label: str, verdict: Verdict | None) -> bool:
@@ -93,22 +99,28 @@ def ratio(num: int, den: int) -> float | None:
 
 @dataclass
 class Tally:
-    """Counts of one group of graded claims, and the ratios they give."""
+    """Counts of one group of graded claims, and the ratios they give.
+
+    `graded` counts every gold claim of the group; `no_verdict` those without a verdict (also in `fn` when
+    their gold label is outdated/wrong, in none of TP/FP/FN/TN otherwise), so
+    tp + fp + fn + tn + (no_verdict on correct/unsourced claims) == graded.
+    """
 
     tp: int = 0
     fp: int = 0
     fn: int = 0
     tn: int = 0
+    no_verdict: int = 0
     correct: int = 0
+    graded: int = 0
 
     def add(self, label: str, verdict: Verdict | None) -> None:
         outcome = claim_outcome(label, verdict)
-        setattr(self, outcome.lower(), getattr(self, outcome.lower()) + 1)
+        if outcome is not None:
+            setattr(self, outcome.lower(), getattr(self, outcome.lower()) + 1)
+        self.no_verdict += verdict is None
         self.correct += is_correct(label, verdict)
-
-    @property
-    def graded(self) -> int:
-        return self.tp + self.fp + self.fn + self.tn
+        self.graded += 1
 
     @property
     def precision(self) -> float | None:
@@ -126,12 +138,15 @@ class Tally:
 
     @property
     def accuracy(self) -> float | None:
+        """Claims whose verdict is the one the gold label expects, over every graded claim (a claim
+        without a verdict counts against it)."""
         return ratio(self.correct, self.graded)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "graded": self.graded, "tp": self.tp, "fp": self.fp, "fn": self.fn, "tn": self.tn,
-            "precision": self.precision, "recall": self.recall, "f1": self.f1, "accuracy": self.accuracy,
+            "no_verdict": self.no_verdict, "precision": self.precision, "recall": self.recall, "f1": self.f1,
+            "accuracy": self.accuracy,
         }
 
 
@@ -189,9 +204,14 @@ def grade_results(
 ) -> Scores:
     """Score `results` against `gold` (SPEC.md "Scoring").
 
-    Every gold item is graded: one with no result counts as a claim with no verdict (FN when the gold
-    says outdated/wrong, always wrong for accuracy). `claims` ((file, id) -> Claim) supplies claim texts
-    and types for the breakdown and the errors; results' own `claim`/`claim_type` fields are the fallback.
+    Every gold item is graded. A claim has *no verdict* when its result has no `judge_verdict` (an API
+    failure, a cut-off or unparseable answer: the result's `error` says which) or when the results hold no
+    result for it at all (its conversation never ran or the judge skipped it); a result that has a verdict
+    is graded on it, whatever else it carries. A claim with no verdict is counted in `no_verdict` and
+    listed in `errors` with its error; it is never TP, FP or TN, it is an FN when the gold says
+    outdated/wrong, and it always counts against accuracy. `claims` ((file, id) -> Claim) supplies claim
+    texts and types for the breakdown and the errors; results' own `claim`/`claim_type` fields are the
+    fallback.
     """
     pairing = pair_claims(results, gold)
     total = Tally()
@@ -208,7 +228,7 @@ def grade_results(
 
     return Scores(
         precision=total.precision, recall=total.recall, f1=total.f1, accuracy=total.accuracy,
-        tp=total.tp, fp=total.fp, fn=total.fn, tn=total.tn, graded=total.graded,
+        tp=total.tp, fp=total.fp, fn=total.fn, tn=total.tn, no_verdict=total.no_verdict, graded=total.graded,
         errors=errors, confusion=confusion,
         by_claim_type=_breakdown(pairing.paired, claim_type),
         by_mode=_breakdown(pairing.paired, lambda p: p.gold.mode or NO_MODE),

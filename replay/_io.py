@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
@@ -22,11 +23,23 @@ os.umask(_UMASK)
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write to a temporary file beside `path`, then rename: a crash never leaves half a file. Any secret
-    the user gave us (`_secrets`) is removed first: this is the one way our files are written."""
+    the user gave us (`_secrets`) is removed first: this is the one way our files are written. A folder
+    at `path` is an InputError; any other OSError (a full disk, a read-only folder) is raised naming
+    `path`, not the temporary file, for `main()` to report."""
     path = Path(path)
     text = redact(text)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.is_dir():
+        raise InputError(path, "is a folder; give a file path to write")
+    for folder in path.parents:
+        if folder.exists():
+            if not folder.is_dir():
+                raise InputError(folder, f"is a file, not a folder: cannot write {path.name} in it")
+            break
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise os_error_about(exc, path) from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
@@ -34,12 +47,24 @@ def atomic_write_text(path: str | Path, text: str) -> None:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the permissions open() would
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise os_error_about(exc, path) from exc
         raise
+
+
+def os_error_about(exc: OSError, path: str | Path) -> OSError:
+    """The same system error (class, errno, reason) naming `path`: the file the user knows, rather than
+    a temporary file, or no file at all (`os.write` on a descriptor). Raise it `from exc`; `main()` prints
+    it as one line."""
+    try:
+        return type(exc)(exc.errno, exc.strerror or str(exc), str(path))
+    except TypeError:  # a subclass with another constructor
+        return OSError(exc.errno, exc.strerror or str(exc), str(path))
 
 
 def display_path(path: str | Path) -> str:
@@ -50,13 +75,16 @@ def display_path(path: str | Path) -> str:
         return str(path)
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+"""Controls but newline and tab, bidi overrides, and lone surrogates (the bytes of a file name that is not
+UTF-8, which a strict UTF-8 terminal cannot even encode)."""
 
 
 def printable(text: str) -> str:
     """Text from data (claims, ids, page lines, server replies) made safe for a terminal: every control
-    character but newline and tab (ESC, BEL, CR, C1, bidi overrides) shown as a visible `\\xNN` escape,
-    and any secret the user gave us redacted. Use it on every data string a text output prints."""
+    character but newline and tab (ESC, BEL, CR, C1, bidi overrides, undecodable bytes) shown as a visible
+    `\\xNN` or `\\uNNNN` escape, and any secret the user gave us redacted. Use it on every data string a
+    text output prints."""
     text = redact(text)
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
 
@@ -80,21 +108,88 @@ def write_model(path: str | Path, model: BaseModel) -> None:
     atomic_write_text(path, dump_json(model.model_dump(mode="json", exclude_none=False)))
 
 
-def read_json(path: str | Path) -> Any:
-    """Parse a JSON file; a missing, unreadable or malformed file is an InputError naming it."""
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of arrays and objects we read: our formats need under 10; a deeper file is hostile
+or broken, and would otherwise exhaust the stack of every function that walks it."""
+
+
+MAX_DIGITS = 100
+"""Longest number we read (token counts need 20 digits); Python refuses integers of 4300 digits anyway."""
+
+
+def _short_number(text: str) -> str:
+    if len(text) > MAX_DIGITS:
+        raise ValueError(f"the number {text[:20]}... has more than {MAX_DIGITS} digits")
+    return text
+
+
+def _finite_number(text: str) -> float:
+    value = float(_short_number(text))
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text} is too large")
+    return value
+
+
+def _whole_number(text: str) -> int:
+    return int(_short_number(text))
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _deeper_than(data: Any, limit: int) -> bool:
+    """Whether arrays/objects nest more than `limit` levels (walked without recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def parse_json(text: str, path: str | Path) -> Any:
+    """Parse JSON text read from `path` (the one JSON parser for files users give us): NaN, Infinity,
+    out-of-range numbers and nesting deeper than MAX_JSON_DEPTH are InputErrors naming the file."""
+    if not text.strip():
+        raise InputError(path, "is empty, expected JSON")
+    too_deep = InputError(path, f"nested more than {MAX_JSON_DEPTH} levels deep, more than any file of ours")
+    try:
+        data = json.loads(text, parse_float=_finite_number, parse_int=_whole_number, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
+    except RecursionError:
+        raise too_deep from None
+    except ValueError as exc:  # NaN, 1e999, a number of 5000 digits
+        raise InputError(path, f"not valid JSON: {exc}") from exc
+    if _deeper_than(data, MAX_JSON_DEPTH):
+        raise too_deep
+    return data
+
+
+def read_text(path: str | Path) -> str:
+    """A UTF-8 text file users give us (a BOM allowed); missing, a folder, not UTF-8 or unreadable is an
+    InputError naming it."""
     path = Path(path)
     try:
-        text = path.read_text("utf-8")
+        return path.read_text("utf-8-sig")
     except FileNotFoundError as exc:
         raise InputError(path, "no such file") from exc
     except IsADirectoryError as exc:
-        raise InputError(path, "is a folder, expected a JSON file") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read ({exc})") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
+        raise InputError(path, "is a folder, expected a file") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from exc
+    except OSError as exc:
+        raise InputError(path, f"cannot read ({exc.strerror or exc})") from exc
+
+
+def read_json(path: str | Path) -> Any:
+    """Parse a JSON file (`read_text`, then `parse_json`); every problem is an InputError naming it."""
+    return parse_json(read_text(path), path)
 
 
 def validate(path: str | Path, model: type[M], data: Any, what: str) -> M:

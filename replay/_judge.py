@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
 
+from ._cache_control import Lifetime, with_breakpoints
 from ._errors import LearnError, ReplayError
 from ._learn import LearnClient, LearnToolError
 from ._mcp import FETCH_TOOL, SEARCH_TOOL, STAND_IN_HEADER, normalise_learn_url
 from ._prompts import Prompt
 from ._records import VERDICTS, ClaimResult, ClaimsBatch, FileResult, ToolCall, Usage
-from ._scrub import scrub_text
+from ._scrub import header_secrets, scrub_text
+from ._secrets import redact, registry
 from ._text import quote_occurs, sha256_text
 
 NO_VERDICT = "the judge returned no verdict for this claim"
@@ -71,21 +74,24 @@ def judge_file(
     max_turns: int = 12,
     max_tokens: int = 8192,
     stand_ins: set[str] | None = None,
+    cache_lifetime: Callable[[], Lifetime | None] | None = None,
 ) -> FileResult:
     """Judge one claims batch in one conversation; every claim of the batch gets a result.
 
     A ReplayError (a cassette miss...) propagates and stops the run; any other failure of this file (an
     API error after the SDK's retries, a Learn failure) becomes `FileResult.error` and per-claim errors.
     Services that answered with the stand-in header are added to `stand_ins` (`"model"`, `"learn"`).
+    `cache_lifetime` gives each request's prompt-caching lifetime (`_cache_control`; None: no breakpoints).
     """
     convo = _Conversation()
     try:
-        answer = _converse(batch, prompt, anthropic_client, learn, model, max_turns, max_tokens, convo, stand_ins)
+        answer = _converse(batch, prompt, anthropic_client, learn, model, max_turns, max_tokens, convo, stand_ins,
+                           cache_lifetime)
     except anthropic.APIError as exc:
         _raise_replay_cause(exc)
-        return _failed(batch, convo, f"the Anthropic API failed: {_api_error_text(exc)}")
+        return _failed(batch, convo, f"the Anthropic API failed: {_api_error_text(exc, model)}")
     except LearnError as exc:  # tool-level errors were already handed to the judge
-        return _failed(batch, convo, str(exc))
+        return _failed(batch, convo, redact(str(exc)))
     finally:
         if stand_ins is not None and learn.stand_in:
             stand_ins.add("learn")
@@ -119,35 +125,59 @@ def _converse(
     max_tokens: int,
     convo: _Conversation,
     stand_ins: set[str] | None,
+    cache_lifetime: Callable[[], Lifetime | None] | None = None,
 ) -> str | _Failure:
-    """Run the tool loop; the final answer text, or why there is none."""
+    """Run the tool loop; the final answer text, or why there is none.
+
+    Every assistant turn goes back exactly as the API sent it (the response's JSON `content`, not a
+    re-serialisation): current models return `thinking` blocks between tool calls, signed and bound to
+    the conversation, which must come back unchanged. Tool use is never forced (`tool_choice` left to
+    the model's default), which thinking models refuse."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt.render(batch)}]
     while convo.turns < max_turns:
-        raw = client.messages.with_raw_response.create(
-            model=model, max_tokens=max_tokens, messages=messages, tools=TOOLS  # type: ignore[arg-type]
-        )
+        params: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages, "tools": TOOLS}
+        lifetime = cache_lifetime() if cache_lifetime else None
+        raw = client.messages.with_raw_response.create(**(with_breakpoints(params, lifetime) if lifetime else params))
         if stand_ins is not None and raw.headers.get(STAND_IN_HEADER):
             stand_ins.add("model")
-        response = raw.parse()
+        response = raw.parse()  # raises on a body that is not a message
+        data = raw.http_response.json()
         convo.turns += 1
-        convo.usage.input_tokens += response.usage.input_tokens or 0
-        convo.usage.output_tokens += response.usage.output_tokens or 0
-        content: list[dict[str, Any]] = [block.to_dict() for block in response.content]
+        _add_usage(convo.usage, data.get("usage"))
+        content: list[dict[str, Any]] = [b for b in data.get("content") or [] if isinstance(b, dict)]
         uses = [b for b in content if b.get("type") == "tool_use"]
-        if response.stop_reason == "tool_use" and uses:
+        stop = response.stop_reason
+        if stop == "tool_use" and uses:
             messages.append({"role": "assistant", "content": content})
             messages.append({"role": "user", "content": [_run_tool(b, learn, convo) for b in uses]})
             continue
-        if response.stop_reason == "pause_turn":
+        if stop == "pause_turn":
             messages.append({"role": "assistant", "content": content})
             continue
         text = "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
-        if response.stop_reason == "refusal":
+        if stop == "refusal":
             return _Failure(f"the model refused to answer{': ' + text.strip() if text.strip() else ''}")
-        if response.stop_reason == "max_tokens" and extract_json_object(text) is None:
+        if stop == "model_context_window_exceeded":
+            return _Failure(f"the conversation outgrew the model's context window after {convo.turns} turns "
+                            f"({convo.usage.total_input:,} input tokens): split the claims file into smaller ones")
+        if stop == "max_tokens" and extract_json_object(text) is None:
             return _Failure(f"the answer was cut off at max_tokens ({max_tokens}) before its JSON was complete")
         return text
     return _Failure(f"the judge did not give its answer within {max_turns} model turns")
+
+
+def _add_usage(usage: Usage, reported: Any) -> None:
+    """Add one response's usage as the API reports it (input, output, cache writes, cache reads)."""
+    if not isinstance(reported, dict):
+        return
+    for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        value = reported.get(name)
+        if isinstance(value, int):
+            setattr(usage, name, getattr(usage, name) + value)
+    creation = reported.get("cache_creation")  # the split of the cache writes by lifetime (priced apart)
+    written_1h = creation.get("ephemeral_1h_input_tokens") if isinstance(creation, dict) else None
+    if isinstance(written_1h, int):
+        usage.cache_write_1h_tokens += written_1h
 
 
 def _run_tool(block: dict[str, Any], learn: LearnClient, convo: _Conversation) -> dict[str, Any]:
@@ -305,15 +335,31 @@ def _raise_replay_cause(exc: BaseException) -> None:
         cause = cause.__cause__ or cause.__context__
 
 
-def _api_error_text(exc: anthropic.APIError) -> str:
+def _api_error_text(exc: anthropic.APIError, model: str = "") -> str:
     """What went wrong, as the results keep it: the error body's type and message, scrubbed as the
     cassette stores it, without the request id (normalised in the cassette), so a replay reproduces it."""
     if isinstance(exc, anthropic.APIStatusError):
         detail = ": ".join(part for part in (exc.type, exc.api_message) if part) or _snippet(exc.response.text)
-        return scrub_text(f"HTTP {exc.status_code}: {detail}" if detail else f"HTTP {exc.status_code}")
+        text = f"HTTP {exc.status_code}: {detail}" if detail else f"HTTP {exc.status_code}"
+        if exc.status_code == 404 and exc.type == "not_found_error" and "model" in (exc.api_message or "").lower():
+            text = f"{model_unavailable(model)} ({text})"
+        # as the cassette stores the body: the user's secrets and the values of credential headers removed
+        secrets = [*header_secrets(_header_lists(exc.response.request.headers)),
+                   *header_secrets(_header_lists(exc.response.headers))]
+        return scrub_text(registry().extended(secrets).redact(text))
     if exc.__cause__ is not None:
-        return f"{exc.message} ({type(exc.__cause__).__name__}: {exc.__cause__})"
-    return exc.message
+        return redact(f"{exc.message} ({type(exc.__cause__).__name__}: {exc.__cause__})")
+    return redact(exc.message)
+
+
+def _header_lists(headers: Any) -> dict[str, list[str]]:
+    return {str(name).lower(): [str(value)] for name, value in headers.items()}
+
+
+def model_unavailable(model: str) -> str:
+    """What a 404 naming the model means to the user."""
+    return (f"the model {model!r} is not available to this key (retired, or an unknown name): choose a current "
+            "model with --model (the default is the current Sonnet)")
 
 
 def _snippet(text: str, limit: int = 160) -> str:

@@ -1,10 +1,14 @@
-"""A thin Learn MCP client over httpx: the 2025 handshake, tool calls, one re-initialisation on session loss."""
+"""A thin Learn MCP client over httpx: the 2025 handshake, tool calls, retries of transient failures, one
+re-initialisation on session loss, the session ended on close."""
 
 from __future__ import annotations
 
 import json
 import ssl
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from functools import cache
 from importlib import metadata
 from typing import Any
@@ -15,9 +19,11 @@ from ._errors import LearnError
 from ._mcp import (
     FETCH_TOOL,
     PROTOCOL_VERSION,
+    PROTOCOL_VERSION_HEADER,
     SEARCH_TOOL,
     SESSION_HEADER,
     STAND_IN_HEADER,
+    SUPPORTED_PROTOCOL_VERSIONS,
     is_missing_page,
     parse_jsonrpc_reply,
     search_result_urls,
@@ -27,6 +33,9 @@ from ._mcp import (
 """Every reply of our local stand-ins carries this header: test equipment, never the real service."""
 _ACCEPT = "application/json, text/event-stream"
 _SESSION_STATUSES = (400, 401, 403)
+MAX_RETRIES = 3
+"""Retries of a transient failure (408, 429, 5xx, a reset connection, a timeout), as the model SDK does."""
+_MAX_BACKOFF = 30.0
 
 
 class LearnToolError(LearnError):
@@ -76,20 +85,34 @@ class LearnClient:
 
     Pass `http` to use your own `httpx.Client` (the caller then owns it); otherwise one is created and
     closed with the client. JSON-RPC ids count from 1 per client, so a conversation's requests are
-    the same on every run.
+    the same on every run. A transient failure is retried up to `max_retries` times (0 in replay, which
+    never sleeps), after the server's `retry-after` or a doubling back-off. `end_session`: `close()`
+    ends the session with a `DELETE`, as the MCP spec asks (never in replay: it is not recorded).
     """
 
-    def __init__(self, url: str, http: httpx.Client | None = None, *, timeout: float = 60.0) -> None:
+    def __init__(self, url: str, http: httpx.Client | None = None, *, timeout: float = 60.0,
+                 max_retries: int = MAX_RETRIES, end_session: bool = True,
+                 sleep: Callable[[float], None] = time.sleep, shown_url: str | None = None) -> None:
         self.url = url
+        self.shown_url = shown_url or url
+        """The endpoint as error messages name it (a run's results keep the form run.json stores, so that
+        a replay, which answers for that form, reproduces them)."""
         self._http = http or httpx.Client(timeout=timeout, verify=shared_ssl_context())
         self._owns_http = http is None
         self._next_id = 1
         self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        """The MCP revision the server answered `initialize` with; sent on every later request."""
         self._initialized = False
         self.server_info: dict[str, Any] = {}
         self.stand_in = False
         """True once any reply carried the stand-in header."""
         self.reinitialisations = 0
+        self.max_retries = max_retries
+        self.retries = 0
+        """Requests sent again after a transient failure."""
+        self._end_session = end_session
+        self._sleep = sleep
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -100,14 +123,28 @@ class LearnClient:
         self.close()
 
     def close(self) -> None:
-        if self._owns_http:
-            self._http.close()
+        try:
+            if self._end_session and self.session_id:
+                self._delete_session()
+        finally:
+            if self._owns_http:
+                self._http.close()
+
+    def _delete_session(self) -> None:
+        """`DELETE` the session (the spec's way to end one); a server that does not allow it answers 405,
+        and a failure here changes nothing for the run."""
+        try:
+            self._http.delete(self.url, headers=self._headers(), timeout=5.0)
+        except httpx.HTTPError:
+            pass
+        self.session_id = None
 
     # ------------------------------------------------------------------ public calls
 
     def initialize(self) -> dict[str, Any]:
         """The handshake: `initialize`, keep the session id, then `notifications/initialized`."""
         self.session_id = None
+        self.protocol_version = None
         self._initialized = False
         result = self._request(
             "initialize",
@@ -117,6 +154,14 @@ class LearnClient:
                 "clientInfo": {"name": "judge-replay", "version": _client_version()},
             },
         )
+        version = result.get("protocolVersion")
+        if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
+            raise LearnError(
+                f"the Learn MCP endpoint at {self.shown_url} speaks MCP protocol version {version!r}, which judge-replay "
+                f"does not (it speaks {', '.join(SUPPORTED_PROTOCOL_VERSIONS)}); upgrade judge-replay or use "
+                "another endpoint"
+            )
+        self.protocol_version = version if isinstance(version, str) else PROTOCOL_VERSION
         self.server_info = result
         self._notify("notifications/initialized")
         self._initialized = True
@@ -136,6 +181,8 @@ class LearnClient:
         return tools if isinstance(tools, list) else []
 
     def fetch(self, url: str) -> FetchResult:
+        """The page at `url`; `text` is None when the reply is no page (`_mcp.is_missing_page`). A tool
+        error (`isError`) raises LearnToolError, whose message the judge reads."""
         text = self.call_tool(FETCH_TOOL, {"url": url})
         if is_missing_page(text):
             return FetchResult(url, None, True, text)
@@ -160,7 +207,7 @@ class LearnClient:
             return self._request_once(method, params)
         except _SessionLost as lost:
             raise LearnError(
-                f"the Learn MCP endpoint at {self.url} lost the session again right after re-initialising: {lost}"
+                f"the Learn MCP endpoint at {self.shown_url} lost the session again right after re-initialising: {lost}"
             ) from None
 
     def _request_once(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -175,7 +222,7 @@ class LearnClient:
             raise _SessionLost(f"HTTP {response.status_code} {_snippet(body)}")
         if response.status_code >= 400:
             raise LearnError(
-                f"the Learn MCP endpoint at {self.url} answered {method} with HTTP {response.status_code}: "
+                f"the Learn MCP endpoint at {self.shown_url} answered {method} with HTTP {response.status_code}: "
                 f"{_snippet(body)}"
             )
         message = self._reply_message(body, response.headers.get("content-type"), rpc_id, method)
@@ -187,10 +234,10 @@ class LearnClient:
             detail = f"JSON-RPC error {error.get('code')}: {text}"
             if method == "tools/call":
                 raise LearnToolError(f"the Learn tool {params.get('name')} failed: {detail}")
-            raise LearnError(f"the Learn MCP endpoint at {self.url} answered {method} with {detail}")
+            raise LearnError(f"the Learn MCP endpoint at {self.shown_url} answered {method} with {detail}")
         result = message.get("result")
         if not isinstance(result, dict):
-            raise LearnError(f"the Learn MCP endpoint at {self.url} sent a {method} reply with no result object")
+            raise LearnError(f"the Learn MCP endpoint at {self.shown_url} sent a {method} reply with no result object")
         if method == "initialize":
             session = response.headers.get(SESSION_HEADER)
             self.session_id = session  # None: a stateless server, which is fine
@@ -200,24 +247,45 @@ class LearnClient:
         response = self._post({"jsonrpc": "2.0", "method": method})
         if response.status_code not in (200, 202, 204):
             raise LearnError(
-                f"the Learn MCP endpoint at {self.url} answered {method} with HTTP {response.status_code}: "
+                f"the Learn MCP endpoint at {self.shown_url} answered {method} with HTTP {response.status_code}: "
                 f"{_snippet(response.text)}"
             )
 
-    def _post(self, payload: dict[str, Any]) -> httpx.Response:
+    def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": _ACCEPT}
         if self.session_id:
             headers[SESSION_HEADER] = self.session_id
+        if self.protocol_version:
+            headers[PROTOCOL_VERSION_HEADER] = self.protocol_version
+        return headers
+
+    def _post(self, payload: dict[str, Any]) -> httpx.Response:
+        """POST one message; transient failures are retried (the same bytes again: a recording drops
+        the failed attempt when it sees the retry)."""
         content = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        try:
-            response = self._http.post(self.url, content=content, headers=headers)
-        except httpx.TransportError as exc:
-            raise LearnError(f"cannot reach the Learn MCP endpoint at {self.url}: {exc or type(exc).__name__}") from exc
-        except httpx.HTTPError as exc:
-            raise LearnError(f"the request to the Learn MCP endpoint at {self.url} failed: {exc}") from exc
-        if response.headers.get(STAND_IN_HEADER):
-            self.stand_in = True
-        return response
+        attempt = 0
+        while True:
+            try:
+                response = self._http.post(self.url, content=content, headers=self._headers())
+            except httpx.TransportError as exc:
+                if attempt < self.max_retries and not isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol)):
+                    attempt += 1
+                    self._back_off(attempt, None)
+                    continue
+                raise LearnError(f"cannot reach the Learn MCP endpoint at {self.shown_url}: {exc or type(exc).__name__}") from exc
+            except httpx.HTTPError as exc:
+                raise LearnError(f"the request to the Learn MCP endpoint at {self.shown_url} failed: {exc}") from exc
+            if response.headers.get(STAND_IN_HEADER):
+                self.stand_in = True
+            if _is_transient(response.status_code) and attempt < self.max_retries:
+                attempt += 1
+                self._back_off(attempt, response.headers.get("retry-after"))
+                continue
+            return response
+
+    def _back_off(self, attempt: int, retry_after: str | None) -> None:
+        self.retries += 1
+        self._sleep(_retry_delay(attempt, retry_after))
 
     def _reply_message(self, body: str, content_type: str | None, rpc_id: int, method: str) -> dict[str, Any]:
         """The JSON-RPC reply to `rpc_id`, skipping any notification sent before it on the same stream."""
@@ -229,13 +297,31 @@ class LearnClient:
                 message = parse_jsonrpc_reply(chunk, content_type)
             except ValueError as exc:  # json.JSONDecodeError is a ValueError
                 raise LearnError(
-                    f"the Learn MCP endpoint at {self.url} sent a malformed {method} reply ({exc}): {_snippet(body)}"
+                    f"the Learn MCP endpoint at {self.shown_url} sent a malformed {method} reply ({exc}): {_snippet(body)}"
                 ) from None
             if message.get("id") == rpc_id or ("id" not in message and "error" in message):
                 return message
             if "method" not in message and ("result" in message or "error" in message):
                 return message  # a reply under another id (a replayed recording): still the answer
-        raise LearnError(f"the Learn MCP endpoint at {self.url} sent no reply to {method}: {_snippet(body)}")
+        raise LearnError(f"the Learn MCP endpoint at {self.shown_url} sent no reply to {method}: {_snippet(body)}")
+
+
+def _is_transient(status: int) -> bool:
+    return status in (408, 429) or status >= 500
+
+
+def _retry_delay(attempt: int, retry_after: str | None) -> float:
+    """Seconds to wait before retry number `attempt`: the server's `retry-after` (seconds or an HTTP
+    date), else 0.5 s doubling; never more than 30 s."""
+    if retry_after:
+        try:
+            return min(max(float(retry_after), 0.0), _MAX_BACKOFF)
+        except ValueError:
+            try:
+                return min(max(parsedate_to_datetime(retry_after).timestamp() - time.time(), 0.0), _MAX_BACKOFF)
+            except (TypeError, ValueError):
+                pass
+    return float(min(0.5 * 2 ** (attempt - 1), 8.0))
 
 
 def _snippet(text: str, limit: int = 200) -> str:

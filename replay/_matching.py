@@ -4,7 +4,9 @@ A key ignores scheme, host and port (a run recorded against stand-ins on random 
 and every header. What it keeps depends on the kind of request:
 
 - model (`.../v1/messages...`): HTTP method, path and query, and the whole JSON body as canonical JSON
-  (sorted keys, compact), so the SDK's key order and `extra_body` placement never matter;
+  (sorted keys, compact), so the SDK's key order and `extra_body` placement never matter, without its
+  prompt-caching breakpoints (`_cache_control.without_breakpoints`: they never change an answer, and the
+  lifetime a batch recording chose from its round times cannot be known at replay);
 - Learn (a JSON-RPC body): HTTP method, query, and of the JSON-RPC message only `method`,
   `params.name` and `params.arguments`. The `id`, `_meta`, `jsonrpc`, initialize's protocol and client
   info, the session header and the endpoint path are ignored, so a page-pinned run can be served from
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from ._cache_control import without_breakpoints
 from ._mcp import FETCH_TOOL
 
 Kind = Literal["model", "learn", "other"]
@@ -75,6 +78,8 @@ class CanonicalRequest:
                 if name in params:
                     part[name] = params[name]
             return part
+        if self.kind == "model" and self.body is not None:
+            return without_breakpoints(self.body)
         return self.body if self.body is not None else self.key[3]
 
 
@@ -86,7 +91,7 @@ def canonical_request(method: str, uri: str, body: bytes | str | None) -> Canoni
     text = body.decode("utf-8", "replace") if isinstance(body, (bytes, bytearray)) else (body or "")
     parsed = _parse_json(text)
     if _MODEL_PATH in parts.path:
-        canonical = _canonical_json(parsed) if parsed is not None else text
+        canonical = _canonical_json(without_breakpoints(parsed)) if parsed is not None else text
         return CanonicalRequest(("model", method, parts.path + query, canonical), "model", parsed)
     if isinstance(parsed, dict) and "jsonrpc" in parsed:
         rpc_method = str(parsed.get("method", ""))
@@ -105,7 +110,7 @@ def _parse_json(text: str) -> Any:
         return None
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
 
 
@@ -216,8 +221,9 @@ def closest(request: CanonicalRequest, recorded: Iterable[tuple[int, CanonicalRe
 def results_differences(recorded: list[Any], replayed: list[Any]) -> list[str]:
     """Per-file explanation of how a replay's `files` differ from the recorded ones (empty: equal)."""
     problems: list[str] = []
-    mine = {f.file: f.model_dump(mode="json") for f in replayed}
-    theirs = {f.file: f.model_dump(mode="json") for f in recorded}
+    # `cost_usd` is priced from the usage (compared) by the table of the day, not an outcome of the judge
+    mine = {f.file: f.model_dump(mode="json", exclude={"cost_usd"}) for f in replayed}
+    theirs = {f.file: f.model_dump(mode="json", exclude={"cost_usd"}) for f in recorded}
     for name in theirs.keys() - mine.keys():
         problems.append(f"{name}: recorded, but the replay produced no result for it")
     for name in mine.keys() - theirs.keys():

@@ -9,9 +9,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 FETCH_TOOL = "microsoft_docs_fetch"
 SEARCH_TOOL = "microsoft_docs_search"
-PROTOCOL_VERSION = "2025-03-26"
+SUPPORTED_PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26")
+"""MCP revisions our client speaks, newest first: it asks for the first and accepts any of them."""
+PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
 SESSION_HEADER = "Mcp-Session-Id"
+PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
 MISSING_PAGE_MARKER = "could not be retrieved"
+NOT_LEARN_REFUSAL = "The provided URL is not a valid Microsoft documentation webpage link."
+"""The real server's answer (no `isError`) to a fetch of a URL outside Microsoft Learn."""
 STAND_IN_HEADER = "x-judge-replay-stand-in"
 """Response header by which the local stand-ins say they are test equipment (value: `learn` or `model`)."""
 _LOCALE = re.compile(r"^/[a-z]{2}-[a-z]{2}(?=/|$)", re.I)
@@ -27,9 +32,15 @@ def normalise_learn_url(url: str) -> str:
     return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, parts.query, ""))
 
 
-def is_missing_page(text: str) -> bool:
-    """The Learn fetch tool answers an unreadable URL with ordinary text saying so: that is no page."""
-    return MISSING_PAGE_MARKER in text.lower()[:400]
+def is_missing_page(text: str, is_error: bool = False) -> bool:
+    """Whether a `microsoft_docs_fetch` reply is "no page" (the one place that decides it): a tool error
+    (`isError`), an empty text, the refusal of a URL outside Learn, or the "could not be retrieved"
+    answer. The judge still reads the server's words; no page version, hash or quote check comes of them."""
+    stripped = text.strip()
+    if is_error or not stripped:
+        return True
+    head = stripped[:400].lower()
+    return NOT_LEARN_REFUSAL.lower() in head or MISSING_PAGE_MARKER in head
 
 
 def missing_page_text(url: str) -> str:

@@ -2,17 +2,22 @@
 
 Keys in the cache:
 
-    text:<sha256>      the page text (one copy per distinct content)
-    url:<normalised>   {"url": the URL as first read, "seen": {sha256 or "-": {run id: recorded_at}}}
-    run:<run id>       {"manifest_sha256": ..., "path": run folder, "pages": [[normalised url, sha256 or "-"], ...]}
+    text:<sha256>           the page text (one copy per distinct content)
+    url:<normalised>        {"url": the URL as first read, "seen": {sha256 or "-": {recording: recorded_at}}}
+    recording:<recording>   {"stand_ins": [...]}: which services of that recording were the local stand-ins
+    run:<run folder>        {"manifest_sha256": ...}: the run.json last indexed for that folder
 
-"-" stands for a fetch that could not retrieve the page. The store is derived data: `index_runs` rebuilds
-it from the run folders' cassettes, so a fresh clone fills it on first use.
+A recording is `<resolved run folder>#<recorded_at>`: one recording of one run folder. Runs are keyed by
+where they are, not by their folder name, so two `v3` folders in different places are two runs; and a
+version once recorded is never dropped: a re-record in place adds a recording beside the earlier one,
+and a deleted run folder keeps its versions. "-" stands for a fetch that could not retrieve the page.
+`index_runs` fills the store from the run folders' cassettes, so a fresh clone fills it on first use.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +27,7 @@ import diskcache  # type: ignore[import-untyped]
 
 from ._config import project_root, setting_path
 from ._errors import InputError, UsageError
+from ._io import display_path
 from ._mcp import FETCH_TOOL, normalise_learn_url
 from ._runs import MANIFEST, Run, find_runs
 from ._text import sha256_text
@@ -44,9 +50,12 @@ class PageRecord:
     """Earliest recorded_at of the runs that read this version."""
     last_seen: str
     runs: tuple[str, ...]
-    """Ids of the runs that read this version, in the order they saw it."""
+    """The runs that read this version, in the order they saw it: folder names (paths where two runs in
+    different places share a name)."""
     size: int | None
     """UTF-8 bytes of the text; None when the page could not be retrieved."""
+    stand_in_runs: tuple[str, ...] = ()
+    """Those of `runs` whose pages came from the local Learn stand-in (test equipment), not Learn."""
 
     @property
     def short(self) -> str:
@@ -68,10 +77,15 @@ class PageStore:
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
+        if self.folder.exists() and not self.folder.is_dir():
+            raise InputError(self.folder, "is a file, not a page store folder (--store / [tool.judge-replay] page-store)")
         try:
             self._cache = diskcache.Cache(str(self.folder))
-        except OSError as exc:
+        except (OSError, sqlite3.OperationalError) as exc:
             raise UsageError(f"cannot open the page store at {self.folder}: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise InputError(self.folder, f"not a page store (its cache.db: {exc}); move it aside and the run "
+                                          "folders' cassettes fill a new one") from exc
 
     def __enter__(self) -> PageStore:
         return self
@@ -84,75 +98,42 @@ class PageStore:
 
     # ------------------------------------------------------------------ filling
 
-    def add(self, url: str, text: str | None, seen_at: str, run_id: str) -> str | None:
-        """Record that run `run_id` read `text` at `url` at `seen_at` (None: not retrievable); its sha256."""
+    def add(self, url: str, text: str | None, seen_at: str, recording: str) -> str | None:
+        """Record that `recording` read `text` at `url` at `seen_at` (None: not retrievable); its sha256."""
         sha = sha256_text(text) if text is not None else None
         with self._cache.transact():
-            self._add(url, text, sha, seen_at, run_id)
+            self._add(url, text, sha, seen_at, recording)
         return sha
 
-    def _add(self, url: str, text: str | None, sha: str | None, seen_at: str, run_id: str) -> None:
+    def _add(self, url: str, text: str | None, sha: str | None, seen_at: str, recording: str) -> None:
         key = normalise_learn_url(url)
         if sha is not None and f"text:{sha}" not in self._cache:
             self._cache.set(f"text:{sha}", text)
         entry: dict[str, Any] = self._cache.get(f"url:{key}") or {"url": url, "seen": {}}
-        entry["seen"].setdefault(sha or MISSING, {})[run_id] = seen_at
+        entry["seen"].setdefault(sha or MISSING, {})[recording] = seen_at
         self._cache.set(f"url:{key}", entry)
 
     def index_run(self, run: Run) -> bool:
-        """(Re)index the pages one run read; False when it is already indexed at the same run.json."""
+        """Add the pages one run read, as one recording of its folder; False when that folder is already
+        indexed at the same run.json. Versions indexed before are kept, whatever the run became since."""
         manifest_sha = hashlib.sha256((run.path / MANIFEST).read_bytes()).hexdigest()
-        run_id = run.name
-        known = self._cache.get(f"run:{run_id}")
+        folder = str(run.path.resolve())
+        known = self._cache.get(f"run:{folder}")
         if known and known.get("manifest_sha256") == manifest_sha:
             return False
         seen_at = run.manifest.recorded_at
-        pages: list[tuple[str, str | None, str | None]] = []
+        recording = f"{folder}#{seen_at}"
+        pages: list[tuple[str, str | None]] = []
         for entry in run.manifest.claims:
             for call in run.learn_calls(entry.file):
                 if call.tool == FETCH_TOOL and "url" in call.arguments:
-                    text = None if call.page_missing else call.text
-                    pages.append((str(call.arguments["url"]), text, sha256_text(text) if text is not None else None))
+                    pages.append((str(call.arguments["url"]), None if call.page_missing else call.text))
         with self._cache.transact():
-            for url_key, sha_key in (known or {}).get("pages", []):
-                self._forget(url_key, sha_key, run_id)
-            for url, text, sha in pages:
-                self._add(url, text, sha, seen_at, run_id)
-            self._cache.set(f"run:{run_id}", {
-                "manifest_sha256": manifest_sha,
-                "path": str(run.path.resolve()),
-                "pages": sorted({(normalise_learn_url(u), s or MISSING) for u, _, s in pages}),
-            })
+            for url, text in pages:
+                self._add(url, text, sha256_text(text) if text is not None else None, seen_at, recording)
+            self._cache.set(f"recording:{recording}", {"stand_ins": list(run.manifest.stand_ins)})
+            self._cache.set(f"run:{folder}", {"manifest_sha256": manifest_sha})
         return True
-
-    def _forget(self, url_key: str, sha_key: str, run_id: str) -> None:
-        entry = self._cache.get(f"url:{url_key}")
-        if not entry:
-            return
-        runs = entry["seen"].get(sha_key, {})
-        runs.pop(run_id, None)
-        if not runs:
-            entry["seen"].pop(sha_key, None)
-        if entry["seen"]:
-            self._cache.set(f"url:{url_key}", entry)
-        else:
-            self._cache.delete(f"url:{url_key}")
-
-    def prune_missing_runs(self) -> int:
-        """Forget the runs whose folder no longer holds a run (deleted or moved); how many."""
-        gone = []
-        for key in list(self._cache.iterkeys()):
-            if isinstance(key, str) and key.startswith("run:"):
-                entry = self._cache.get(key) or {}
-                path = entry.get("path")
-                if path and not (Path(path) / MANIFEST).is_file():
-                    gone.append((key.removeprefix("run:"), entry))
-        with self._cache.transact():
-            for run_id, entry in gone:
-                for url_key, sha_key in entry.get("pages", []):
-                    self._forget(url_key, sha_key, run_id)
-                self._cache.delete(f"run:{run_id}")
-        return len(gone)
 
     def index_runs(self, runs: Iterable[Run]) -> int:
         """Index every run not yet indexed at its current run.json; how many were (re)indexed."""
@@ -173,16 +154,23 @@ class PageStore:
         entry = self._cache.get(f"url:{normalise_learn_url(url)}")
         if not entry:
             return []
+        labels = _labels({rec for runs in entry["seen"].values() for rec in runs})
         out = []
         for sha_key, runs in entry["seen"].items():
-            ordered = sorted(runs.items(), key=lambda kv: (kv[1], kv[0]))
+            ordered = sorted(runs.items(), key=lambda kv: (kv[1], labels[kv[0]]))
             sha = None if sha_key == MISSING else sha_key
             text = self.text(sha) if sha else None
+            names = tuple(dict.fromkeys(labels[r] for r, _ in ordered))
+            stand_in = tuple(dict.fromkeys(labels[r] for r, _ in ordered if "learn" in self._stand_ins(r)))
             out.append(PageRecord(
-                url=entry["url"], sha256=sha, first_seen=ordered[0][1], last_seen=ordered[-1][1],
-                runs=tuple(r for r, _ in ordered), size=len(text.encode("utf-8")) if text is not None else None,
+                url=entry["url"], sha256=sha, first_seen=ordered[0][1], last_seen=ordered[-1][1], runs=names,
+                size=len(text.encode("utf-8")) if text is not None else None, stand_in_runs=stand_in,
             ))
         return sorted(out, key=lambda v: (v.first_seen, v.last_seen, v.sha256 or ""))
+
+    def _stand_ins(self, recording: str) -> list[str]:
+        found = self._cache.get(f"recording:{recording}")
+        return list(found.get("stand_ins", [])) if isinstance(found, dict) else []
 
     def text(self, sha256: str) -> str | None:
         value = self._cache.get(f"text:{sha256}")
@@ -201,6 +189,19 @@ class PageStore:
         raise UsageError(f"hash prefix {prefix!r} matches {len(hits)} versions of {url}; give more of it ({known})")
 
 
+def _labels(recordings: set[str]) -> dict[str, str]:
+    """recording -> how people know its run: the folder name, or its path when two folders in different
+    places share a name. (A recording key without `#` was written before runs were keyed by place: its
+    run's name; it merges with the run of that name.)"""
+    folders = {rec: rec.rpartition("#")[0] for rec in recordings}
+    by_name: dict[str, set[str]] = {}
+    for folder in folders.values():
+        if folder:
+            by_name.setdefault(Path(folder).name, set()).add(folder)
+    return {rec: rec if not folder else display_path(folder) if len(by_name[Path(folder).name]) > 1
+            else Path(folder).name for rec, folder in folders.items()}
+
+
 def open_indexed_store(store: str | Path | None = None, cassettes: str | Path | None = None) -> PageStore:
     """The page store with every run under the cassettes root indexed (so a fresh clone works)."""
     root = cassettes_root(cassettes)
@@ -208,7 +209,6 @@ def open_indexed_store(store: str | Path | None = None, cassettes: str | Path | 
         raise InputError(root, "no such cassettes folder")
     page_store = PageStore(store_folder(store))
     try:
-        page_store.prune_missing_runs()
         page_store.index_runs(find_runs(root))
     except BaseException:
         page_store.close()

@@ -8,6 +8,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from ._io import printable
 from ._records import FileResult
 
 
@@ -48,15 +49,15 @@ class RunProgress:
         self.files_done += 1
         self.claims_done += len(result.results)
         if result.usage:
-            self.tokens += result.usage.input_tokens + result.usage.output_tokens
+            self.tokens += result.usage.total_input + result.usage.output_tokens
         if not self.enabled:
             return
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, completed=self.files_done, claims=self.claims_done, tokens=self.tokens)
             return
-        status = f"failed: {result.error}" if result.error else f"{len(result.results)} claims"
+        status = f"failed: {printable(result.error)}" if result.error else f"{len(result.results)} claims"
         print(
-            f"[{self.files_done}/{self.total_files}] {result.file}: {status} "
+            f"[{self.files_done}/{self.total_files}] {printable(result.file)}: {status} "
             f"({self.claims_done}/{self.total_claims} claims, {self.tokens:,} tokens)",
             file=self.stream,
             flush=True,

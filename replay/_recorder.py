@@ -5,11 +5,17 @@
             ...
         rec.stats                              # RunStats
 
-How: one vcrpy patch for the whole run. vcrpy's own `CassettePatcherBuilder` patches the transports of
-`httpx` (our Learn client) and `httpx2` (anthropic 2.x); instead of a vcrpy `Cassette` it is given a
-duck-typed router that sends each call to the tape of the conversation running in the calling thread
-(a ContextVar, so each worker thread, or asyncio task, has its own). Only the httpx/httpx2 patchers are
-installed: the judge speaks nothing else, and nothing else of the process is touched.
+How: one patch for the whole process, installed while any intercepting recorder is open (counted, so
+recorders that close in any order leave `httpx`/`httpx2` exactly as they found them). It replaces the
+`handle_request` / `handle_async_request` of the `HTTPTransport` and `AsyncHTTPTransport` of `httpx`
+(our Learn client) and `httpx2` (anthropic 2.x) with vcrpy's httpx stubs
+(`vcr.stubs.httpx_stubs.vcr_handle_request` / `vcr_handle_async_request`, whose signature is the one of
+vcrpy 8.2 on, when httpx2 came), given a duck-typed router instead of a vcrpy `Cassette`
+(`can_play_response_for`, `play_response`, `write_protected`, `filter_request`, `append`). The router
+sends each call to the recorder whose conversation runs in the calling thread, and that recorder to the
+tape of that conversation (a ContextVar, so each worker thread, or asyncio task, has its own). Nothing
+else of the process is patched: an `http.client` or `urllib` request inside a conversation goes out
+unrecorded. These stubs and that protocol are all we use of vcrpy besides its cassette format.
 
 - live (no `pages_from`): no patch at all.
 - record: requests go to the network; each exchange is appended to the conversation's tape, which is
@@ -40,25 +46,26 @@ becomes the request's id, and an MCP reply's session header the request's sessio
 
 from __future__ import annotations
 
+import importlib
 import json
 import threading
 from collections import deque
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from ._cassette import CASSETTE_SUFFIX, Interaction, load_cassette, normalise_recording, rewrite_sse_json, save_cassette
+from ._bodies import rewrite_sse_json
+from ._cassette import CASSETTE_SUFFIX, Interaction, decode_content, load_cassette, normalise_recording, save_cassette
 from ._errors import CassetteMiss, InputError, UsageError
 from ._matching import CanonicalRequest, RequestKey, canonical_request, closest, results_differences
 from ._mcp import normalise_learn_url
 from ._records import RunStats
 from ._runs import cassette_name
-from ._scrub import scrub_text
+from ._scrub import scrub_interaction
 
 MODES = ("live", "record", "replay")
-_ONLY_HTTPX = ("httplib", "requests", "boto3", "urllib3", "httplib2", "tornado", "aiohttp")
 _HOP_HEADERS = ("content-encoding", "content-length", "transfer-encoding", "retry-after-ms", "x-should-retry")
 _SESSION = "mcp-session-id"
 _CANON_ATTR = "_judge_replay_request"
@@ -156,27 +163,84 @@ class _PagePool:
 
 
 class _Router:
-    """What vcrpy's patched transports take for a cassette: routes each call to the caller's tape."""
+    """What vcrpy's httpx stubs take for a cassette: routes each call to the recorder (and it to the
+    tape) of the conversation running in the calling thread."""
 
-    skip_patchers = _ONLY_HTTPX
-    custom_patches = ()
-    _path = "judge-replay"
     write_protected = False  # misses are raised by play_response, never by vcrpy
 
-    def __init__(self, recorder: HttpRecorder) -> None:
-        self._recorder = recorder
-
     def can_play_response_for(self, request: Any) -> bool:
-        return self._recorder._will_answer(request)
+        recorder = _patch.owner()
+        setattr(request, _RECORDER_ATTR, recorder)
+        return recorder is not None and recorder._will_answer(request)
 
     def play_response(self, request: Any) -> dict[str, Any]:
-        return self._recorder._answer(request)
+        recorder: HttpRecorder = getattr(request, _RECORDER_ATTR)
+        return recorder._answer(request)
 
     def filter_request(self, request: Any) -> Any:
         return request
 
     def append(self, request: Any, response: dict[str, Any]) -> None:
-        self._recorder._recorded(request, response)
+        recorder: HttpRecorder | None = getattr(request, _RECORDER_ATTR, None)
+        if recorder is not None:
+            recorder._recorded(request, response)
+
+
+_RECORDER_ATTR = "_judge_replay_recorder"
+
+
+class _ProcessPatch:
+    """The transports of httpx and httpx2 patched while at least one intercepting recorder is open."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: list[HttpRecorder] = []
+        self._saved: list[tuple[type, str, Any]] = []
+        self._router = _Router()
+
+    def add(self, recorder: HttpRecorder) -> None:
+        with self._lock:
+            if not self._open:
+                self._install()
+            self._open.append(recorder)
+
+    def remove(self, recorder: HttpRecorder) -> None:
+        with self._lock:
+            if recorder in self._open:
+                self._open.remove(recorder)
+            if not self._open:
+                self._uninstall()
+
+    def owner(self) -> HttpRecorder | None:
+        """The newest open recorder with a conversation in this context, else the newest open one."""
+        with self._lock:
+            open_now = list(self._open)
+        for recorder in reversed(open_now):
+            if recorder._current.get() is not None:
+                return recorder
+        return open_now[-1] if open_now else None
+
+    def _install(self) -> None:
+        from vcr.stubs.httpx_stubs import vcr_handle_async_request, vcr_handle_request  # type: ignore[import-untyped]
+
+        for name in ("httpx", "httpx2"):
+            try:
+                module = importlib.import_module(name)
+            except ImportError:
+                continue
+            for cls, method, stub in ((module.HTTPTransport, "handle_request", vcr_handle_request),
+                                      (module.AsyncHTTPTransport, "handle_async_request", vcr_handle_async_request)):
+                original = cls.__dict__[method]
+                self._saved.append((cls, method, original))
+                setattr(cls, method, stub(self._router, original, module))
+
+    def _uninstall(self) -> None:
+        while self._saved:
+            cls, method, original = self._saved.pop()
+            setattr(cls, method, original)
+
+
+_patch = _ProcessPatch()
 
 
 _observers: list[list[HttpRecorder]] = []
@@ -219,7 +283,7 @@ class HttpRecorder:
         self._page_cache: dict[str, tuple[str, Interaction]] = {}
         """Normalised URL -> (claims file that fetched it live, the exchange)."""
         self._lock = threading.Lock()
-        self._patches: ExitStack | None = None
+        self._patched = False
         with _observers_lock:
             for seen in _observers:
                 seen.append(self)
@@ -230,22 +294,14 @@ class HttpRecorder:
 
     def __enter__(self) -> HttpRecorder:
         if self.intercepting:
-            from vcr.patch import CassettePatcherBuilder  # type: ignore[import-untyped]
-
-            stack = ExitStack()
-            try:
-                for patcher in CassettePatcherBuilder(_Router(self)).build():
-                    stack.enter_context(patcher)
-            except BaseException:
-                stack.close()
-                raise
-            self._patches = stack
+            _patch.add(self)
+            self._patched = True
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._patches is not None:
-            self._patches.close()
-            self._patches = None
+        if self._patched:
+            _patch.remove(self)
+            self._patched = False
 
     @contextmanager
     def conversation(self, claims_file: str) -> Iterator[None]:
@@ -390,13 +446,15 @@ class HttpRecorder:
 
 
 def _as_stored(request: Any, creq: CanonicalRequest) -> CanonicalRequest | None:
-    """The request as a cassette stores it (scrubbed), when that differs: a claim quoting an org id, or a
-    key in the URL's query, is stored scrubbed and must still be found. Only tried after a miss (scrubbing
-    a large body costs more than the look-up)."""
+    """The request as a cassette stores it (scrubbed), when that differs: a key in the URL's query, or
+    a secret of ours in the body, is stored `REDACTED` and must still be found. Only tried after a miss."""
     body = request.body
     text = bytes(body).decode("utf-8", "replace") if isinstance(body, (bytes, bytearray)) else (body or "")
-    stored = canonical_request(request.method, scrub_text(request.uri), scrub_text(text))
-    return stored if stored.key != creq.key else None
+    headers = {str(k).lower(): [str(v)] for k, v in request.headers.items()}
+    stored = scrub_interaction(Interaction(method=request.method.upper(), uri=request.uri, request_body=text or None,
+                                           status=0, response_body="", request_headers=headers))
+    key = canonical_request(stored.method, stored.uri, stored.request_body)
+    return key if key.key != creq.key else None
 
 
 def _fetch_url(creq: CanonicalRequest) -> str | None:
@@ -433,7 +491,7 @@ def _with_rpc_id(body: str, rpc_id: Any) -> str:
     if body.lstrip().startswith("{"):
         try:
             message = json.loads(body)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return body
         if _is_response(message) and message["id"] != rpc_id:
             return json.dumps(follow(message), ensure_ascii=False)
@@ -454,7 +512,7 @@ def _interaction(request: Any, response: dict[str, Any]) -> Interaction:
     raw = raw.encode("utf-8") if isinstance(raw, str) else (raw or b"")
     encodings = [e.strip().lower() for v in resp_headers.get("content-encoding", []) for e in v.split(",") if e.strip()]
     if encodings:
-        raw = _decode(raw, encodings)
+        raw = decode_content(raw, encodings)
         for name in ("content-encoding", "content-length"):
             resp_headers.pop(name, None)
     body = request.body
@@ -470,22 +528,6 @@ def _interaction(request: Any, response: dict[str, Any]) -> Interaction:
         request_headers={str(k).lower(): [str(v)] for k, v in request.headers.items()},
         response_headers=resp_headers,
     )
-
-
-def _decode(raw: bytes, encodings: list[str]) -> bytes:
-    """Undo content encodings (last applied first) with httpx's decoders: a client only asks for
-    encodings it can decode, and these are the decoders it uses."""
-    from httpx._decoders import SUPPORTED_DECODERS
-
-    for encoding in reversed(encodings):
-        if encoding == "identity":
-            continue
-        decoder_class = SUPPORTED_DECODERS.get(encoding)
-        if decoder_class is None:
-            raise UsageError(f"cannot store a response sent with content-encoding {encoding!r}: record without it")
-        decoder = decoder_class()
-        raw = decoder.decode(raw) + decoder.flush()
-    return raw
 
 
 # --------------------------------------------------------------------------- verify: replay a run, compare

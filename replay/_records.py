@@ -100,7 +100,18 @@ class Usage(BaseModel):
     """Tokens used by one conversation."""
 
     input_tokens: int = 0
+    """Input tokens not read from or written to the prompt cache (the API's `input_tokens`)."""
     output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    """Of `cache_creation_input_tokens`, those written with the 1-hour lifetime (the response's
+    `usage.cache_creation.ephemeral_1h_input_tokens`; priced 2x input against 1.25x)."""
+
+    @property
+    def total_input(self) -> int:
+        """Every input token: uncached, written to the cache, read from it."""
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
 
 
 class ToolCall(BaseModel):
@@ -134,6 +145,10 @@ class FileResult(_Open):
     """Ours: why the conversation failed as a whole, if it did."""
     warnings: list[str] | None = None
     """Ours: what the judge's answer held that was ignored (unknown claim ids, repeated verdicts)."""
+    cost_usd: float | None = None
+    """Ours: USD the conversation was billed, from `usage` and the price table (`replay._cost`); None when
+    the model has no price (shown as "unknown") or, in a file written before costs were kept, computed
+    when read (`_cost.results_cost`)."""
 
 
 class ResultsFile(_Open):
@@ -145,6 +160,10 @@ class ResultsFile(_Open):
     recorded_at: str | None = None
     frozen: bool = False
     """A frozen results file is never overwritten (nor its run re-recorded) unless forced."""
+    stand_ins: list[str] = []
+    """Which services were the local stand-ins (`learn`, `model`): test equipment, not the real thing."""
+    cost_usd: float | None = None
+    """USD the whole run was billed (the files' `cost_usd` summed; None when any is unknown)."""
     files: list[FileResult]
 
 
@@ -162,6 +181,8 @@ class ClaimsFileEntry(BaseModel):
     """sha256 of the claims file bytes."""
     cassette: str
     """The cassette file name inside the run folder."""
+    cost_usd: float | None = None
+    """USD this file's conversation was billed (None: the model has no price)."""
 
 
 class RunStats(BaseModel):
@@ -176,6 +197,11 @@ class RunStats(BaseModel):
     """Transient failures (408/409/429/5xx) that were retried and are not kept in the cassette."""
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    learn_retries: int = 0
+    """Learn requests our client retried after a transient failure (408, 429, 5xx, a reset, a timeout)."""
 
 
 class RunManifest(BaseModel):
@@ -201,6 +227,11 @@ class RunManifest(BaseModel):
     claims: list[ClaimsFileEntry] = []
     stats: RunStats = RunStats()
     frozen: bool = False
+    batch_ids: list[str] | None = None
+    """The Message Batches the model requests went through (`judge --batch`); None: direct calls."""
+    cost_usd: float | None = None
+    """USD the run was billed: the price table (`replay._cost`, `[tool.judge-replay.prices]`) applied to the
+    recorded usage, with the batch discount when `batch_ids` is set; None when the model has no price."""
 
 
 # --------------------------------------------------------------------------- grading
@@ -227,7 +258,8 @@ class ClaimError(BaseModel):
     page_region: str | None = None
     """The page text around the quote, from the run's cassette."""
     outcome: Literal["TP", "FP", "FN", "TN"] | None = None
-    """The claim's binary outcome (positive = flagged `not_grounded`); None for a result with no gold."""
+    """The claim's binary outcome (positive = flagged `not_grounded`); None for a result with no gold, and
+    for a claim with no verdict whose gold label is correct/unsourced (it is neither TN nor FP)."""
     judge_error: str | None = None
     """Why the claim has no verdict (the result's error, its file's error, or no result at all)."""
     quote_in_page: bool | None = None
@@ -249,6 +281,9 @@ class Scores(BaseModel):
     fp: int
     fn: int
     tn: int
+    no_verdict: int = 0
+    """Graded claims without a verdict (an API failure, a cut-off answer, no result at all): never TP, FP
+    or TN; FN when the gold says outdated/wrong; always against accuracy."""
     graded: int = 0
     errors: list[ClaimError] = []
     confusion: dict[str, dict[str, int]] = {}
@@ -324,6 +359,12 @@ class FlipReport(BaseModel):
     """`a` and `b`: name, path, prompt, prompt_sha256, model, versions, pages_from of each run."""
     extra_runs: list[str] = []
     """Other runs used to confirm causes (crossed prompt/pages runs) or to measure repeat noise."""
+    controlled_runs: list[dict[str, Any]] = []
+    """Each of `extra_runs`, and why it was used: run, path, found (`given` with --with, or `sibling folder`),
+    role (which side it holds fixed: A's prompt with B's pages, ...; None when it holds neither), claims
+    (flipped claims per role), why (one line), stand_ins."""
+    notes: list[str] = []
+    """What a reader must know first (runs made against the local stand-ins, test equipment)."""
 
 
 class DriftClaim(BaseModel):
@@ -371,6 +412,10 @@ class DriftReport(BaseModel):
     """Every page the claims rest on, old and new content hash."""
     snapshot: str | None = None
     """With `--live`: the page snapshot folder the fetched pages were recorded into (usable as `--against`)."""
+    stand_ins: dict[str, list[str]] = {}
+    """`run` and `against`: which services of each were the local stand-ins (`learn`, `model`)."""
+    notes: list[str] = []
+    """What a reader must know first (runs made against the local stand-ins, test equipment)."""
 
 
 # --------------------------------------------------------------------------- JSON schemas

@@ -1,7 +1,9 @@
-"""Tables shown both in the terminal (rich) and as markdown, and the score tables grade and bakeoff share."""
+"""Tables for the terminal (rich) and markdown, the score tables grade and bakeoff share, markdown escaping of data."""
 
 from __future__ import annotations
 
+import html
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -10,9 +12,11 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ._grading import NO_VERDICT
-from ._records import VERDICTS, GateDecision, Scores
+from ._io import printable
+from ._records import VERDICTS, ClaimError, GateDecision, Scores
 
 REPORT_WIDTH = 160
 """Terminal width assumed when the output is not a terminal (pipes, files, CI logs)."""
@@ -31,8 +35,28 @@ def ratio_text(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def markdown_text(value: Any) -> str:
+    """A data string for markdown prose: terminal-safe (`printable`), HTML from the data escaped, one line."""
+    return html.escape(printable(str(value)), quote=False).replace("\n", " ")
+
+
 def markdown_cell(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    """A data string for a markdown table cell: as `markdown_text`, and its pipes escaped."""
+    return markdown_text(value).replace("|", "\\|")
+
+
+def markdown_code(value: Any) -> str:
+    """A data string as inline markdown code: terminal-safe, one line, delimited by more backticks than it
+    holds in a row (code spans show HTML as text, so none is escaped)."""
+    text = printable(str(value)).replace("\n", " ")
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def markdown_fence(text: str) -> str:
+    """A fence for a block of data text: three backticks, or more than the longest run of them in it."""
+    return "`" * max(3, max((len(run) for run in re.findall("`+", text)), default=0) + 1)
 
 
 @dataclass
@@ -46,18 +70,20 @@ class TextTable:
     """Columns from this index on are right-aligned (numbers)."""
 
     def rich(self) -> Table:
-        table = Table(title=escape(self.title), title_justify="left", title_style="bold")
+        """The terminal table; every cell is data, shown through `printable`."""
+        table = Table(title=escape(printable(self.title)), title_justify="left", title_style="bold")
         for i, name in enumerate(self.columns):
-            table.add_column(escape(name), justify="right" if i >= self.right_from else "left")
+            table.add_column(escape(printable(name)), justify="right" if i >= self.right_from else "left")
         for row in self.rows:
-            table.add_row(*(escape(c) for c in row))
+            table.add_row(*(Text(printable(c)) for c in row))
         return table
 
     def markdown(self) -> str:
+        """The markdown table; every cell is data, escaped by `markdown_cell`."""
         head = "| " + " | ".join(markdown_cell(c) for c in self.columns) + " |"
         rule = "|" + "|".join("---:" if i >= self.right_from else "---" for i in range(len(self.columns))) + "|"
         body = ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in self.rows]
-        return "\n".join([f"**{self.title}**", "", head, rule, *body])
+        return "\n".join([f"**{markdown_text(self.title)}**", "", head, rule, *body])
 
 
 def headline(scores: Scores) -> str:
@@ -65,7 +91,8 @@ def headline(scores: Scores) -> str:
     return (
         f"P {ratio_text(scores.precision)}  R {ratio_text(scores.recall)}  F1 {ratio_text(scores.f1)}  "
         f"accuracy {ratio_text(scores.accuracy)}  |  TP {scores.tp}  FP {scores.fp}  FN {scores.fn}  "
-        f"TN {scores.tn}  |  graded {scores.graded}  quotes not verified {scores.quote_unverified}"
+        f"TN {scores.tn}  no verdict {scores.no_verdict}  |  graded {scores.graded}  "
+        f"quotes not verified {scores.quote_unverified}"
     )
 
 
@@ -79,11 +106,13 @@ def confusion_table(scores: Scores) -> TextTable:
 
 
 def breakdown_table(title: str, key_name: str, breakdown: dict[str, dict[str, Any]]) -> TextTable:
-    table = TextTable(title, [key_name, "graded", "P", "R", "F1", "accuracy", "TP", "FP", "FN", "TN"])
+    table = TextTable(title, [key_name, "graded", "P", "R", "F1", "accuracy", "TP", "FP", "FN", "TN",
+                              "no verdict"])
     for key, t in breakdown.items():
         table.rows.append([
             key, str(t["graded"]), ratio_text(t["precision"]), ratio_text(t["recall"]), ratio_text(t["f1"]),
             ratio_text(t["accuracy"]), str(t["tp"]), str(t["fp"]), str(t["fn"]), str(t["tn"]),
+            str(t.get("no_verdict", 0)),
         ])
     return table
 
@@ -97,8 +126,26 @@ def score_tables(scores: Scores) -> list[TextTable]:
     ]
 
 
+def no_verdict_errors(scores: Scores) -> list[ClaimError]:
+    return [e for e in scores.errors if e.kind == "no_verdict"]
+
+
+def no_verdict_lines(scores: Scores) -> list[str]:
+    """The claims without a verdict, grouped by claims file and error: `file: id, id — error` (raw data:
+    pass each line through `printable` or `markdown_text`)."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for e in no_verdict_errors(scores):
+        groups.setdefault((e.file, e.judge_error or "no verdict given"), []).append(e.id)
+    return [f"{file}: {', '.join(ids)} — {error}" for (file, error), ids in groups.items()]
+
+
+def no_verdict_heading(scores: Scores) -> str:
+    return (f"{scores.no_verdict} claim(s) without a verdict (never TP, FP or TN; FN where the gold says "
+            f"outdated/wrong; against accuracy)")
+
+
 def unmatched_lines(scores: Scores) -> list[str]:
-    """Gold items with no result and results with no gold item, one line each."""
+    """Gold items with no result and results with no gold item, one line each (raw data, as above)."""
     lines = []
     if scores.unmatched_gold:
         lines.append(f"{len(scores.unmatched_gold)} gold item(s) have no result (graded as no verdict): "

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape as rich_escape
 
-from ._io import dump_json
+from ._io import dump_json, printable
 from ._page_diff import side_by_side, word_diff
 from ._records import Flip, FlipReport
 
@@ -66,21 +66,41 @@ def _prompt_line(report: FlipReport) -> str:
 # --------------------------------------------------------------------------- text
 
 
+def _t(text: str | None) -> str:
+    """A data string for the rich console: control characters shown as escapes, markup escaped."""
+    return rich_escape(printable(text or ""))
+
+
+def _controlled_lines(report: FlipReport) -> list[str]:
+    """Which other runs the causes rest on, and why each was used (one line each)."""
+    out = []
+    for c in report.controlled_runs:
+        found = "given with --with" if c.get("found") == "given" else "found as a sibling folder"
+        out.append(f"{c.get('why')} [{found}: {c.get('path')}]")
+    return out
+
+
 def render_text(report: FlipReport, *, color: bool = False, width: int = 110) -> str:
     out = io.StringIO()
     console = Console(file=out, width=width, force_terminal=color, no_color=not color, highlight=False,
                       color_system="standard" if color else None)
-    console.print(f"[bold]judge-replay diff[/]  {rich_escape(report.run_a)} → {rich_escape(report.run_b)}")
+    for note in report.notes:
+        console.print(f"[bold yellow]{_t(note)}[/]", soft_wrap=True)
+    console.print(f"[bold]judge-replay diff[/]  {_t(report.run_a)} → {_t(report.run_b)}", soft_wrap=True)
     if _prompt_line(report):
-        console.print("  " + rich_escape(_prompt_line(report)))
+        console.print("  " + _t(_prompt_line(report)))
+    if report.controlled_runs:
+        console.print("  other runs used to tell the causes apart:")
+        for line in _controlled_lines(report):
+            console.print("    " + _t(line), soft_wrap=True)
     for cause, flips in by_cause(report):
         console.print()
         console.print(f"[bold]{cause}[/] ({len(flips)}): {CAUSE_TITLES[cause]}")
         for f in flips:
-            gold = f"  [dim]{rich_escape(_gold(f))}[/]" if f.gold else ""
-            console.print(f"  {rich_escape(f.file)} [bold]{rich_escape(f.id)}[/]  "
+            gold = f"  [dim]{_t(_gold(f))}[/]" if f.gold else ""
+            console.print(f"  {_t(f.file)} [bold]{_t(f.id)}[/]  "
                           f"{f.verdict_a or 'none'} → {f.verdict_b or 'none'}{gold}")
-            console.print(f"      {rich_escape(f.summary)}", soft_wrap=True)
+            console.print(f"      {_t(f.summary)}", soft_wrap=True)
     if report.held_despite_page_change:
         console.print()
         console.print(f"[bold]held despite a page change[/] ({len(report.held_despite_page_change)})")
@@ -89,21 +109,21 @@ def render_text(report: FlipReport, *, color: bool = False, width: int = 110) ->
             if h["where"] == "page changed elsewhere":  # listed one by one only when the change came near the claim
                 elsewhere[h["url"]] = elsewhere.get(h["url"], 0) + 1
                 continue
-            console.print(f"  {rich_escape(h['file'])} {rich_escape(h['id'])}  {h['verdict']}  "
-                          f"({rich_escape(h['url'])}: {rich_escape(h['where'])})", soft_wrap=True)
+            console.print(f"  {_t(h['file'])} {_t(h['id'])}  {h['verdict']}  "
+                          f"({_t(h['url'])}: {_t(h['where'])})", soft_wrap=True)
         for url, n in sorted(elsewhere.items()):
-            console.print(f"  {n} claim(s) on {rich_escape(url)}: the page changed away from their values and quotes",
+            console.print(f"  {n} claim(s) on {_t(url)}: the page changed away from their values and quotes",
                           soft_wrap=True)
     if report.unpaired:
         console.print()
         console.print(f"[bold]unpaired[/] ({len(report.unpaired)})")
         for u in report.unpaired:
-            console.print(f"  {rich_escape(u['file'])} {rich_escape(u['id'])}  only in {u['only_in'].upper()}")
+            console.print(f"  {_t(u['file'])} {_t(u['id'])}  only in {u['only_in'].upper()}")
     if report.confirm_commands:
         console.print()
         console.print("[bold]to confirm causes, record the missing controlled runs:[/]")
         for cmd in report.confirm_commands:
-            console.print("  " + rich_escape(cmd), soft_wrap=True)
+            console.print("  " + _t(cmd), soft_wrap=True)
     console.print()
     console.print(_counts_line(report))
     return out.getvalue()
@@ -112,11 +132,24 @@ def render_text(report: FlipReport, *, color: bool = False, width: int = 110) ->
 # --------------------------------------------------------------------------- markdown
 
 
-def _cell(text: str | None) -> str:
-    return (text or "").replace("|", "\\|").replace("\n", " ")
+def _md(text: str | None) -> str:
+    """A data string for markdown prose or a table cell: terminal controls escaped, HTML escaped (so a
+    claim cannot inject markup into a pull-request comment), `|` escaped, on one line."""
+    return html.escape(printable(text or ""), quote=False).replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str | None) -> str:
+    """A data string as an inline code span, fenced with more backticks than it holds."""
+    text = printable(text or "").replace("\n", " ").replace("|", "\\|")
+    ticks = "`"
+    while ticks in text:
+        ticks += "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def _fence(text: str, lang: str = "") -> str:
+    text = printable(text)
     ticks = "```"
     while ticks in text:
         ticks += "`"
@@ -124,15 +157,20 @@ def _fence(text: str, lang: str = "") -> str:
 
 
 def render_markdown(report: FlipReport) -> str:
-    lines = [f"## judge-replay diff: `{report.run_a}` → `{report.run_b}`", ""]
+    lines = [f"## judge-replay diff: {_code(report.run_a)} → {_code(report.run_b)}", ""]
+    lines += [f"> **{_md(note)}**\n" for note in report.notes]
     if _prompt_line(report):
-        lines += [_prompt_line(report), ""]
+        lines += [_md(_prompt_line(report)), ""]
     lines += [_counts_line(report), ""]
+    if report.controlled_runs:
+        lines += ["Other runs used to tell the causes apart:", ""]
+        lines += [f"- {_md(line)}" for line in _controlled_lines(report)]
+        lines.append("")
     if report.flips:
         lines += ["| claim | A | B | cause | gold | why |", "|---|---|---|---|---|---|"]
         for f in sorted(report.flips, key=lambda f: (CAUSE_ORDER.index(f.primary_cause), f.file, f.id)):
-            lines.append(f"| `{_cell(f.file)}` `{_cell(f.id)}` | {f.verdict_a or 'none'} | {f.verdict_b or 'none'} "
-                         f"| **{f.primary_cause}** | {_cell(_gold(f))} | {_cell(f.summary)} |")
+            lines.append(f"| {_code(f.file)} {_code(f.id)} | {f.verdict_a or 'none'} | {f.verdict_b or 'none'} "
+                         f"| **{f.primary_cause}** | {_md(_gold(f))} | {_md(f.summary)} |")
         lines.append("")
         lines += ["### Details", ""]
         for f in report.flips:
@@ -141,12 +179,12 @@ def render_markdown(report: FlipReport) -> str:
         lines += ["No verdict moved.", ""]
     if report.held_despite_page_change:
         lines += ["### Held despite a page change", ""]
-        lines += [f"- `{h['file']}` `{h['id']}` stayed **{h['verdict']}**: {h['url']} ({h['where']})"
+        lines += [f"- {_code(h['file'])} {_code(h['id'])} stayed **{h['verdict']}**: {_md(h['url'])} ({_md(h['where'])})"
                   for h in report.held_despite_page_change]
         lines.append("")
     if report.unpaired:
         lines += ["### Unpaired", ""]
-        lines += [f"- `{u['file']}` `{u['id']}` only in {u['only_in'].upper()}" for u in report.unpaired]
+        lines += [f"- {_code(u['file'])} {_code(u['id'])} only in {u['only_in'].upper()}" for u in report.unpaired]
         lines.append("")
     if report.confirm_commands:
         lines += ["### To confirm causes", "", _fence("\n".join(report.confirm_commands), "sh"), ""]
@@ -155,21 +193,21 @@ def render_markdown(report: FlipReport) -> str:
 
 def _markdown_details(f: Flip) -> list[str]:
     ev = f.evidence
-    out = [f"<details><summary><code>{html.escape(f.id)}</code> ({html.escape(f.file)}): "
+    out = [f"<details><summary><code>{_md(f.id)}</code> ({_md(f.file)}): "
            f"{f.verdict_a} → {f.verdict_b}, <b>{f.primary_cause}</b></summary>", "",
-           f"{f.summary}", ""]
+           f"{_md(f.summary)}", ""]
     if ev.get("claim"):
-        out += [f"Claim: {ev['claim']}", ""]
+        out += [f"Claim: {_md(ev['claim'])}", ""]
     for side in ("a", "b"):
         verdict = f.verdict_a if side == "a" else f.verdict_b
         rule = ev.get("rules", {}).get(side)
-        out.append(f"**{side.upper()}**: {verdict}" + (f" (rule {rule})" if rule else "")
-                   + (f", {ev['evidence_urls'][side]}" if ev.get("evidence_urls", {}).get(side) else ""))
+        out.append(f"**{side.upper()}**: {verdict}" + (f" (rule {_md(rule)})" if rule else "")
+                   + (f", {_md(ev['evidence_urls'][side])}" if ev.get("evidence_urls", {}).get(side) else ""))
         quote = ev.get("quotes", {}).get(side)
         out += ["", _fence(quote) if quote else "_no quote_", ""]
     for page in ev.get("pages", []):
         sha = f"sha {(page.get('sha256_a') or 'none')[:8]} → {(page.get('sha256_b') or 'none')[:8]}"
-        out.append(f"Page {page['url']}: {sha}" + (f"; {page['note']}" if page.get("note") else ""))
+        out.append(f"Page {_md(page['url'])}: {sha}" + (f"; {_md(page['note'])}" if page.get("note") else ""))
         flags = [f"A's quote in B's page: {page['quote_a_in_b']}" if "quote_a_in_b" in page else "",
                  f"B's quote in A's page: {page['quote_b_in_a']}" if "quote_b_in_a" in page else ""]
         if any(flags):
@@ -200,6 +238,7 @@ header{padding:24px 32px 16px;border-bottom:1px solid var(--line);background:var
 h1{font-size:22px;margin:0 0 6px}
 h1 code{font-size:20px}
 .meta{color:var(--mute);margin:2px 0}
+.note{color:#9a6700;background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:4px 10px;margin:6px 0}
 .chips{display:flex;flex-wrap:wrap;gap:8px;margin-top:12px}
 .chip{border:1px solid var(--line);border-radius:999px;padding:2px 12px;background:#fff;text-decoration:none;color:var(--ink)}
 .chip b{margin-right:4px}
@@ -380,11 +419,15 @@ def render_html(report: FlipReport) -> str:
     chips = "".join(f'<a class="chip" href="#cause-{_e(c.replace("+", "-"))}"><b>{len(fs)}</b>{_e(c)}</a>'
                     for c, fs in groups)
     body = [f'<header><h1>Verdict flips: <code>{_e(report.run_a)}</code> → <code>{_e(report.run_b)}</code></h1>']
+    body += [f'<p class="note"><b>{_e(note)}</b></p>' for note in report.notes]
     if _prompt_line(report):
         body.append(f'<p class="meta">{_e(_prompt_line(report))}</p>')
     runs = report.runs
     if runs:
         body.append(f'<p class="meta">model A {_e(runs["a"].get("model"))} · model B {_e(runs["b"].get("model"))}</p>')
+    if report.controlled_runs:
+        body.append('<p class="meta">other runs used to tell the causes apart:</p><ul class="tight meta">'
+                    + "".join(f"<li>{_e(line)}</li>" for line in _controlled_lines(report)) + "</ul>")
     body.append(f'<p class="meta">{_e(_counts_line(report))}</p><div class="chips">{chips}</div>')
     if report.prompt.get("changed"):  # once here, not in every flip: it is the same for all of them
         body.append(f'<details id="prompt" open><summary>what differs between the prompts</summary>'
@@ -413,3 +456,10 @@ def render_html(report: FlipReport) -> str:
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width,initial-scale=1"><title>{_e(title)}</title>'
             f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+flip_article = _html_flip
+"""One flip's `<article id="{anchor(flip)}">` with its evidence, for pages that embed the flip report's detail
+(the bake-off page, `_report_bakeoff`); `PAGE_CSS` is the stylesheet it needs."""
+PAGE_CSS = _CSS
+prompt_items = _prompt_items

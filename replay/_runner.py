@@ -1,28 +1,34 @@
-"""A whole judge run: inputs checked first, one conversation per claims file in parallel, the run folder written last."""
+"""A whole judge run: inputs and services checked first, one conversation per claims file in parallel, the
+run folder replaced as a whole at the end (`_runfolder`)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import platform
-import shlex
+import shutil
 import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 import anthropic
 
-from ._errors import InputError, ReplayError, UsageError
-from ._io import atomic_write_text, load_claims, load_claims_batch, portable_path, read_json, write_model
-from ._judge import judge_file
-from ._learn import LearnClient, shared_ssl_context
+from . import _secrets
+from ._commands import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT, canonical_endpoint, is_loopback, judge_command
+from ._config import project_prices
+from ._cost import with_costs
+from ._errors import InputError, RecordingFailed, ReplayError, UsageError
+from ._io import atomic_write_text, display_path, load_claims, load_claims_batch, portable_path, read_json, write_model
+from ._batch_runner import ModelRoute
+from ._judge import TOOLS, judge_file, model_unavailable
+from ._learn import MAX_RETRIES, LearnClient, shared_ssl_context
+from ._mcp import STAND_IN_HEADER
 from ._progress import RunProgress
 from ._prompts import Prompt, load_prompt
 from ._records import (
@@ -35,6 +41,7 @@ from ._records import (
     RunMode,
     RunStats,
 )
+from ._runfolder import RunFolderWriter, recover
 from ._runs import MANIFEST, PROMPT, RESULTS, Run, cassette_name
 from ._scrub import scrub_text
 
@@ -61,7 +68,8 @@ class _Recorder(Protocol):
 class _LiveHttp:
     """Plain live mode: no interception at all, so no dependency on the recorder."""
 
-    stats = RunStats()
+    def __init__(self) -> None:
+        self.stats = RunStats()
 
     def __enter__(self) -> _LiveHttp:
         return self
@@ -92,17 +100,27 @@ def run_judge(
     progress: bool = True,
     force: bool = False,
     max_turns: int = 12,
+    retry_failed: bool = False,
+    route: ModelRoute | None = None,
 ) -> ResultsFile:
     """Run the judge over every claims batch: live, recording into `run_dir`, or replaying `run_dir`.
 
-    Live and record write `prompt.md`, `results.json` and `run.json` into `run_dir` (record also one
-    cassette per claims file) once every conversation has finished. Replay writes nothing.
+    Live and record write `prompt.md`, `results.json` and `run.json` (record also one cassette per
+    claims file) into a staging folder, which replaces `run_dir` as a whole once every conversation has
+    finished; an interrupted or failed recording leaves `run_dir` as it was. Replay writes nothing.
+    Before the first paid call: settings, the run folder (locked against a second recording), the Learn
+    endpoint and the model endpoint with the key are checked. A run where every conversation failed
+    raises RecordingFailed and writes nothing. `retry_failed`: record only the files that failed in
+    `run_dir` (and files new to it), keeping the others as they were recorded. `route`: how model
+    requests travel (`ModelRoute`: prompt caching, `--batch`); None: direct, without cache breakpoints.
     """
     if concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, not {concurrency}")
+    _remember_secrets(api_key, learn_url, anthropic_base_url)
     if mode == "replay":
         if run_dir is None:
             raise UsageError("--mode replay needs --run DIR: the run whose cassettes answer every request")
+        recover(Path(run_dir))
         run = Run(run_dir)
         if prompt_name_or_path is None and not claims_paths:
             return replay_run(run, concurrency=concurrency, progress=progress)
@@ -116,59 +134,157 @@ def run_judge(
         raise UsageError(f"--mode {mode} needs --claims (claims files or folders)")
     if mode == "record" and run_dir is None:
         raise UsageError("--mode record needs --run DIR: the folder the run is recorded into")
+    if retry_failed and (mode != "record" or run_dir is None):
+        raise UsageError("--retry-failed re-records the failed files of a run: it needs --mode record and --run DIR")
+    _recorded_at()  # a bad SOURCE_DATE_EPOCH stops the run now, not after it was paid for
+    prices = project_prices()  # and so does a bad [tool.judge-replay.prices]
     prompt = load_prompt(prompt_name_or_path)
     batches = load_claims(list(claims_paths))
     pages_run = Run(pages_from) if pages_from is not None else None
-    frozen = run_dir is not None and _refuse_frozen(Path(run_dir), force)
     key = _api_key(api_key, anthropic_base_url)
 
     stand_ins: set[str] = set()
     if pages_run is None:
-        _preflight(learn_url, stand_ins)
-    rerecord = _judge_command(prompt.name, [portable_path(p) for p, _ in batches], run_dir, model, learn_url,
-                              anthropic_base_url, pages_from)
-    recorder: _Recorder
-    if mode == "live" and pages_run is None:
-        recorder = _LiveHttp()
-    else:
-        from ._recorder import HttpRecorder
+        _preflight_learn(learn_url, stand_ins)
+    _preflight_model(model, anthropic_base_url, key, stand_ins)
+    writer = RunFolderWriter(Path(run_dir)) if run_dir is not None else None
+    with writer or nullcontext():  # the run folder is locked, and a staging folder made (so: writable)
+        frozen = run_dir is not None and _refuse_frozen(Path(run_dir), force)
+        kept = _kept_from(Run(run_dir), prompt, model, batches) if retry_failed and run_dir is not None else {}
+        to_judge = [(p, b) for p, b in batches if b.file not in kept]
+        rerecord = judge_command(prompt=prompt.name, claims=[portable_path(p) for p, _ in batches],
+                                 run=str(run_dir) if run_dir is not None else None, model=model, learn_url=learn_url,
+                                 anthropic_base_url=anthropic_base_url,
+                                 pages_from=str(pages_from) if pages_from is not None else None)
+        recorder: _Recorder
+        if mode == "live" and pages_run is None:
+            recorder = _LiveHttp()
+        else:
+            from ._recorder import HttpRecorder
 
-        # live with --pages-from and no --run: the recorder writes nothing, any folder will do
-        recorder = HttpRecorder(mode, run_dir if run_dir is not None else Path.cwd(),
-                                pages_from=pages_run.path if pages_run else None, rerecord_hint=rerecord)
-    with recorder:
-        files = _judge_all(
-            prompt, batches, recorder, model=model, learn_url=learn_url, base_url=anthropic_base_url,
-            api_key=key, max_retries=2, concurrency=concurrency, progress=progress, max_turns=max_turns,
-            stand_ins=stand_ins,
-        )
-    recorded_at = _recorded_at()
-    results = ResultsFile(prompt=prompt.name, prompt_sha256=prompt.sha256, model=model, recorded_at=recorded_at,
-                          files=files, frozen=frozen)
-    if run_dir is not None:
-        run_path = Path(run_dir)
-        manifest = RunManifest(
-            run_id=run_path.resolve().name,
-            prompt=prompt.name,
-            prompt_sha256=prompt.sha256,
-            model=model,
-            mode=mode,
-            recorded_at=recorded_at,
-            learn_url=scrub_text(learn_url),  # a run folder is committed: no key from a URL's query in it
-            anthropic_base_url=scrub_text(anthropic_base_url) if anthropic_base_url else None,
-            pages_from=portable_path(pages_run.path) if pages_run else None,
-            stand_ins=sorted(stand_ins),
-            versions=_versions(),
-            claims=[_claims_entry(p, b) for p, b in batches],
-            stats=_stats(recorder, files, counted_by_recorder=not isinstance(recorder, _LiveHttp)),
-            frozen=frozen,
-        )
-        atomic_write_text(run_path / PROMPT, prompt.text)
-        write_model(run_path / RESULTS, results)
-        write_model(run_path / MANIFEST, manifest)
-        if mode == "record":
-            _index_pages(Run(run_path))
+            # live with --pages-from and no --run: the recorder writes nothing, any folder will do
+            recorder = HttpRecorder(mode, writer.staging if writer else Path.cwd(),
+                                    pages_from=pages_run.path if pages_run else None, rerecord_hint=rerecord)
+        sessions: list[LearnClient] = []
+        try:
+            with recorder:
+                judged = _judge_all(
+                    prompt, to_judge, recorder, sessions, model=model, learn_url=learn_url,
+                    base_url=anthropic_base_url, api_key=key, max_retries=2, concurrency=concurrency,
+                    progress=progress, max_turns=max_turns, stand_ins=stand_ins, end_sessions=pages_run is None,
+                    route=route,
+                )
+        finally:
+            _close(sessions)  # after the recorder let go: ending a session is never recorded
+        by_file = {f.file: f for f in judged}
+        files = [kept[b.file][0] if b.file in kept else by_file[b.file] for _, b in batches]
+        _refuse_all_failed(judged, rerecord)
+        recorded_at = _recorded_at()
+        results = ResultsFile(prompt=prompt.name, prompt_sha256=prompt.sha256, model=model,
+                              recorded_at=recorded_at, files=files, frozen=frozen, stand_ins=sorted(stand_ins))
+        results = with_costs(results, batch=route is not None and route.batch is not None, prices=prices)
+        if writer is not None:
+            stats = _stats(recorder, judged, counted_by_recorder=not isinstance(recorder, _LiveHttp))
+            stats.learn_retries = sum(learn.retries for learn in sessions)
+            for _, (_, kept_stats) in kept.items():
+                _add_counts(stats, kept_stats)
+            _add_tokens(stats, files)
+            manifest = RunManifest(
+                run_id=writer.run.name,
+                prompt=prompt.name,
+                prompt_sha256=prompt.sha256,
+                model=model,
+                mode=mode,
+                recorded_at=recorded_at,
+                learn_url=stored_endpoint(learn_url, LEARN_STAND_IN_PORT),
+                anthropic_base_url=stored_endpoint(anthropic_base_url, MODEL_STAND_IN_PORT) if anthropic_base_url else None,
+                pages_from=portable_path(pages_run.path) if pages_run else None,
+                stand_ins=sorted(stand_ins),
+                versions=_versions(),
+                claims=[_claims_entry(p, b) for p, b in batches],
+                stats=stats,
+                frozen=frozen,
+                batch_ids=route.batch_ids if route else None,
+                cost_usd=results.cost_usd,
+            )
+            for entry, priced in zip(manifest.claims, results.files, strict=True):
+                entry.cost_usd = priced.cost_usd
+            for file in kept:
+                name = cassette_name(file)
+                shutil.copy2(writer.run / name, writer.staging / name)
+            atomic_write_text(writer.staging / PROMPT, prompt.text)
+            write_model(writer.staging / RESULTS, results)
+            write_model(writer.staging / MANIFEST, manifest)  # last: a staging folder with run.json is whole
+            writer.commit()
+    if writer is not None and mode == "record":
+        _index_pages(Run(writer.run))
     return results
+
+
+def stored_endpoint(url: str, default_port: int) -> str:
+    """An endpoint as a run folder keeps it: credentials removed as the cassettes' `uri:` has them
+    (`_scrub.scrub_text`: userinfo and credential query values `REDACTED`, so that replay asks for the
+    URL the cassette holds), a loopback endpoint in the stand-ins' canonical form."""
+    return canonical_endpoint(scrub_text(url), default_port)
+
+
+def failed_files(results: ResultsFile) -> list[FileResult]:
+    """The claims files whose conversation failed (no verdict for any of their claims)."""
+    return [f for f in results.files if f.error]
+
+
+def _remember_secrets(api_key: str | None, *urls: str | None) -> None:
+    """Register every secret the user gave us before any call, so nothing we write or print holds it."""
+    for value in (api_key, os.environ.get("ANTHROPIC_API_KEY"), os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+        _secrets.remember(value)
+    for url in (*urls, os.environ.get("ANTHROPIC_BASE_URL")):
+        _secrets.remember_url(url)
+
+
+def _refuse_all_failed(judged: list[FileResult], rerecord: str) -> None:
+    if judged and all(f.error for f in judged):
+        reasons = sorted({f.error or "" for f in judged})
+        raise RecordingFailed(
+            f"every conversation failed ({len(judged)} of {len(judged)} claims files), so no run was written: "
+            + "; ".join(_secrets.redact(r) for r in reasons[:3])
+            + ("; ..." if len(reasons) > 3 else "")
+            + f"\n  to try again: {rerecord}"
+        )
+
+
+def _kept_from(run: Run, prompt: Prompt, model: str, batches: list[tuple[Path, ClaimsBatch]]) -> dict[str, tuple[FileResult, RunStats]]:
+    """For --retry-failed: the files of `run` that succeeded and are kept as recorded (their results and
+    counters), when the prompt, the model and the claims file are the ones they were recorded with."""
+    m = run.manifest
+    if m.prompt_sha256 != prompt.sha256 or m.model != model:
+        raise UsageError(f"--retry-failed keeps the verdicts already in {display_path(run.path)}, recorded with "
+                         f"prompt {m.prompt} and model {m.model}: use the same prompt and model")
+    recorded = {f.file: f for f in run.results.files}
+    entries = {e.file: e for e in m.claims}
+    kept: dict[str, tuple[FileResult, RunStats]] = {}
+    for path, batch in batches:
+        result, entry = recorded.get(batch.file), entries.get(batch.file)
+        if result is None or entry is None or result.error or entry.sha256 != _sha256_file(path):
+            continue
+        if not (run.path / entry.cassette).is_file():
+            continue
+        kept[batch.file] = (result, _cassette_counts(run, batch.file))
+    if len(kept) == len(batches):
+        raise UsageError(f"no claims file failed in {display_path(run.path)}: there is nothing to record again")
+    return kept
+
+
+def _cassette_counts(run: Run, claims_file: str) -> RunStats:
+    from ._matching import canonical_request
+
+    kinds = [canonical_request(it.method, it.uri, it.request_body).kind for it in run.interactions(claims_file)]
+    return RunStats(interactions=len(kinds), model_calls=kinds.count("model"), learn_calls=kinds.count("learn"))
+
+
+def _add_counts(stats: RunStats, more: RunStats) -> None:
+    stats.interactions += more.interactions
+    stats.model_calls += more.model_calls
+    stats.learn_calls += more.learn_calls
 
 
 def _index_pages(run: Run) -> None:
@@ -206,24 +322,31 @@ def _replay(
     from ._recorder import HttpRecorder
 
     m = run.manifest
-    rerecord = _judge_command(prompt.name, [portable_path(p) for p, _ in batches], run.path, m.model,
-                              m.learn_url, m.anthropic_base_url, m.pages_from)
+    rerecord = judge_command(prompt=prompt.name, claims=[portable_path(p) for p, _ in batches], run=str(run.path),
+                             model=m.model, learn_url=m.learn_url, anthropic_base_url=m.anthropic_base_url,
+                             pages_from=m.pages_from)
     if m.frozen:
         rerecord += " --force"
-    with HttpRecorder("replay", run.path, pages_from=None, rerecord_hint=rerecord) as recorder:
-        files = _judge_all(
-            prompt, batches, recorder, model=m.model, learn_url=m.learn_url, base_url=m.anthropic_base_url,
-            api_key=REPLAY_API_KEY, max_retries=0, concurrency=concurrency, progress=progress, max_turns=12,
-            stand_ins=set(),
-        )
-    return ResultsFile(prompt=m.prompt, prompt_sha256=prompt.sha256, model=m.model, recorded_at=m.recorded_at,
-                       files=files)
+    sessions: list[LearnClient] = []
+    try:
+        with HttpRecorder("replay", run.path, pages_from=None, rerecord_hint=rerecord) as recorder:
+            files = _judge_all(
+                prompt, batches, recorder, sessions, model=m.model, learn_url=m.learn_url,
+                base_url=m.anthropic_base_url, api_key=REPLAY_API_KEY, max_retries=0, concurrency=concurrency,
+                progress=progress, max_turns=12, stand_ins=set(), end_sessions=False,
+            )
+    finally:
+        _close(sessions)
+    replayed = ResultsFile(prompt=m.prompt, prompt_sha256=prompt.sha256, model=m.model, recorded_at=m.recorded_at,
+                           files=files, stand_ins=list(m.stand_ins))
+    return with_costs(replayed, batch=m.batch_ids is not None, prices=project_prices())  # as the recording was billed
 
 
 def _judge_all(
     prompt: Prompt,
     batches: list[tuple[Path, ClaimsBatch]],
     recorder: _Recorder,
+    sessions: list[LearnClient],
     *,
     model: str,
     learn_url: str,
@@ -234,34 +357,46 @@ def _judge_all(
     progress: bool,
     max_turns: int,
     stand_ins: set[str],
+    end_sessions: bool,
+    route: ModelRoute | None = None,
 ) -> list[FileResult]:
     """One conversation per batch on a thread pool; results in batch order. The first ReplayError (or
     any unexpected error) cancels what has not started and is raised once running ones finish. A Ctrl-C
     also ends the running conversations at their next model call, unsaved: only whole conversations
-    reach a cassette."""
+    reach a cassette. Each conversation's Learn client is added to `sessions`, for the caller to close
+    once the recorder has let go of HTTP (`_close`). `max_retries` is the model's; Learn retries only
+    where the model does (never in replay, which never sleeps)."""
     stopping = threading.Event()
+    sessions_lock = threading.Lock()
 
     def stop_if_interrupted(request: Any) -> None:
         if stopping.is_set():
             raise KeyboardInterrupt  # a BaseException: the SDK does not wrap or retry it
 
     def judge_one(batch: ClaimsBatch) -> FileResult:
-        with recorder.conversation(batch.file):
-            http = anthropic.DefaultHttpxClient(verify=shared_ssl_context(),
-                                                event_hooks={"request": [stop_if_interrupted]})
+        learn = LearnClient(learn_url, max_retries=MAX_RETRIES if max_retries else 0, end_session=end_sessions,
+                            shown_url=stored_endpoint(learn_url, LEARN_STAND_IN_PORT))
+        with sessions_lock:
+            sessions.append(learn)
+        with recorder.conversation(batch.file), route.conversation() if route else nullcontext():
+            hooks = {"request": [stop_if_interrupted]}
+            http = (route.http_client(batch.file, hooks) if route else
+                    anthropic.DefaultHttpxClient(verify=shared_ssl_context(), event_hooks=hooks))
             client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=max_retries,
                                          http_client=http)
             try:
-                with LearnClient(learn_url) as learn:
-                    return judge_file(batch, prompt, anthropic_client=client, learn=learn, model=model,
-                                      max_turns=max_turns, stand_ins=stand_ins)
+                return judge_file(batch, prompt, anthropic_client=client, learn=learn, model=model,
+                                  max_turns=max_turns, stand_ins=stand_ins,
+                                  cache_lifetime=route.lifetime if route else None)
             finally:
                 client.close()
 
     results: list[FileResult | None] = [None] * len(batches)
     total_claims = sum(len(b.claims) for _, b in batches)
-    with RunProgress(len(batches), total_claims, enabled=progress) as bar:
-        pool = ThreadPoolExecutor(max_workers=min(concurrency, max(len(batches), 1)),
+    rounds = route.running(len(batches), api_key=api_key, base_url=base_url) if route else nullcontext()
+    with rounds, RunProgress(len(batches), total_claims, enabled=progress) as bar:
+        pool = ThreadPoolExecutor(max_workers=min(route.workers(concurrency) if route else concurrency,
+                                                  max(len(batches), 1)),
                                   thread_name_prefix="judge")
         try:
             futures: dict[Future[FileResult], int] = {pool.submit(judge_one, b): i for i, (_, b) in enumerate(batches)}
@@ -271,10 +406,21 @@ def _judge_all(
                 bar.file_done(result)
         except KeyboardInterrupt:
             stopping.set()
+            if route:
+                route.stop()
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     return [r for r in results if r is not None]
+
+
+def _close(sessions: list[LearnClient]) -> None:
+    """End and close the conversations' Learn clients (a failure to end a session changes nothing)."""
+    for learn in sessions:
+        try:
+            learn.close()
+        except Exception:  # noqa: BLE001 - closing must not hide the run's own outcome
+            pass
 
 
 # --------------------------------------------------------------------------- checks before any network call
@@ -284,22 +430,54 @@ def _api_key(api_key: str | None, base_url: str | None) -> str:
     key = api_key or os.environ.get("ANTHROPIC_API_KEY")
     if key:
         return key
-    if base_url and _is_loopback(base_url):
+    if base_url and is_loopback(base_url):
         return STAND_IN_API_KEY
     raise UsageError(NO_KEY)
 
 
-def _is_loopback(url: str) -> bool:
-    host = (urlsplit(url).hostname or "").lower()
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
-def _preflight(learn_url: str, stand_ins: set[str]) -> None:
+def _preflight_learn(learn_url: str, stand_ins: set[str]) -> None:
     """One `initialize` so an unreachable or wrong Learn URL fails before any conversation starts."""
     with LearnClient(learn_url, timeout=30.0) as learn:
         learn.initialize()
         if learn.stand_in:
             stand_ins.add("learn")
+
+
+def _preflight_model(model: str, base_url: str | None, key: str, stand_ins: set[str]) -> None:
+    """The model endpoint reachable, the key accepted and the model known, before the first paid call:
+    one token count (free of charge) of a tiny request with the judge's tools. An endpoint that does not
+    count tokens (404 naming no model) has still answered, and only counts as reachable."""
+    client = anthropic.Anthropic(api_key=key, base_url=base_url, max_retries=2, timeout=30.0,
+                                 http_client=anthropic.DefaultHttpxClient(verify=shared_ssl_context()))
+    where = _secrets.redact(base_url or "https://api.anthropic.com")
+    try:
+        raw = client.messages.with_raw_response.count_tokens(
+            model=model, messages=[{"role": "user", "content": "ping"}], tools=TOOLS  # type: ignore[arg-type]
+        )
+        if raw.headers.get(STAND_IN_HEADER):
+            stand_ins.add("model")
+    except anthropic.AuthenticationError as exc:
+        raise UsageError(f"the Anthropic API at {where} refused the key (HTTP {exc.status_code}): check "
+                         "ANTHROPIC_API_KEY") from None
+    except anthropic.PermissionDeniedError as exc:
+        raise UsageError(f"the Anthropic API at {where} does not let this key use {model!r} (HTTP "
+                         f"{exc.status_code}): {_secrets.redact(exc.api_message or '')}") from None
+    except anthropic.NotFoundError as exc:
+        if exc.response.headers.get(STAND_IN_HEADER):
+            stand_ins.add("model")
+        if "model" in (exc.api_message or "").lower():
+            raise UsageError(model_unavailable(model)) from None
+    except anthropic.APIConnectionError as exc:
+        raise RecordingFailed(f"cannot reach the Anthropic API at {where}: {_secrets.redact(str(exc.__cause__ or exc))}"
+                              ) from None
+    except anthropic.APIStatusError as exc:
+        if exc.status_code >= 500 or exc.status_code == 429:
+            raise RecordingFailed(f"the Anthropic API at {where} is not answering normally (HTTP {exc.status_code}"
+                                  f" after retries): try again later") from None
+        raise UsageError(f"the Anthropic API at {where} refused a token count for {model!r} (HTTP "
+                         f"{exc.status_code}): {_secrets.redact(exc.api_message or '')}") from None
+    finally:
+        client.close()
 
 
 def _refuse_frozen(run_dir: Path, force: bool) -> bool:
@@ -387,31 +565,15 @@ def _versions() -> dict[str, str]:
 
 
 def _stats(recorder: _Recorder, files: list[FileResult], *, counted_by_recorder: bool) -> RunStats:
-    stats = recorder.stats.model_copy() if counted_by_recorder else RunStats(
-        model_calls=sum(f.turns or 0 for f in files),
-        learn_calls=sum(len(f.tool_calls or []) for f in files),
-    )
-    stats.input_tokens = sum(f.usage.input_tokens for f in files if f.usage)
-    stats.output_tokens = sum(f.usage.output_tokens for f in files if f.usage)
-    return stats
+    """The counters of what was judged now: the recorder's, or (plain live mode) counted from the results."""
+    if counted_by_recorder:
+        return recorder.stats.model_copy()
+    return RunStats(model_calls=sum(f.turns or 0 for f in files),
+                    learn_calls=sum(len(f.tool_calls or []) for f in files))
 
 
-def _judge_command(
-    prompt: str,
-    claims: list[str],
-    run_dir: str | Path | None,
-    model: str,
-    learn_url: str,
-    base_url: str | None,
-    pages_from: str | Path | None,
-) -> str:
-    """The command that (re-)records this run."""
-    args = ["judge-replay", "judge", "--prompt", prompt, "--claims", *claims]
-    args += ["--run", str(run_dir) if run_dir is not None else "DIR", "--mode", "record", "--model", model]
-    if learn_url != LEARN_MCP_URL:
-        args += ["--learn-url", learn_url]
-    if base_url:
-        args += ["--anthropic-base-url", base_url]
-    if pages_from:
-        args += ["--pages-from", str(pages_from)]
-    return shlex.join(args)
+def _add_tokens(stats: RunStats, files: list[FileResult]) -> None:
+    """Token counters of the whole run, as the API reported them (cache writes and reads beside the rest)."""
+    for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+                 "cache_write_1h_tokens"):
+        setattr(stats, name, sum(getattr(f.usage, name) for f in files if f.usage))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -22,9 +24,43 @@ RESULTS = "results.json"
 PROMPT = "prompt.md"
 
 
+_PLAIN = re.compile(r"[a-z0-9][a-z0-9.-]*(?:/[a-z0-9][a-z0-9.-]*)*")
+"""A `file` whose cassette name is just its `/` written `_`: lower-case ASCII letters, digits, `.`, `-`
+and `/` (no `_`, so the name can be read back; lower case, so no two collide on a case-insensitive
+filesystem)."""
+_WINDOWS_RESERVED = re.compile(r"(?i)^(?:con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(?:\.|$)")
+MAX_NAME_BYTES = 120
+"""Longest cassette name before `.yaml` (UTF-8 bytes; filesystems allow 255)."""
+
+
 def cassette_name(claims_file: str) -> str:
-    """The cassette file name for a claims batch's `file` (`docs/a.md` -> `docs_a.md.yaml`)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", claims_file).strip("_") + CASSETTE_SUFFIX
+    """The cassette file name for a claims batch's `file`: unique and stable for every `file` value,
+    and safe on every filesystem (no `/`, `\\`, `:`, control characters or reserved names; capped).
+
+    A plain `file` (see _PLAIN) is spelt out: `docs/a.md` -> `docs_a.md.yaml`. Any other keeps its
+    letters and digits (Unicode included) and gets a short hash of the exact `file` value, after a
+    `~` no plain name has: `docs/概要.md` -> `docs_概要.md~fcc6406dc5.yaml`, `docs_a.md` -> `docs_a.md~….yaml`."""
+    slug = claims_file.replace("/", "_")
+    if (_PLAIN.fullmatch(claims_file) and len(slug.encode("utf-8")) <= MAX_NAME_BYTES
+            and not _WINDOWS_RESERVED.match(slug)):
+        return slug + CASSETTE_SUFFIX
+    readable = "".join(c if unicodedata.category(c)[0] in "LMN" or c in ".-" else "_" for c in unicodedata.normalize("NFC", claims_file))
+    readable = re.sub(r"_+", "_", readable).strip("._-")
+    while len(readable.encode("utf-8")) > MAX_NAME_BYTES:
+        readable = readable[:-1]
+    if _WINDOWS_RESERVED.match(readable):
+        readable = "_" + readable
+    digest = hashlib.sha256(claims_file.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{readable or 'claims'}~{digest}{CASSETTE_SUFFIX}"
+
+
+def _check_cassette_names(manifest: RunManifest, path: Path) -> None:
+    """Every cassette a manifest names is a plain file name inside its run folder."""
+    for entry in manifest.claims:
+        name = entry.cassette
+        if (not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name
+                or Path(name).is_absolute() or ":" in name):
+            raise InputError(path, f"claims entry {entry.file!r}: cassette {name!r} is not a file name inside the run folder")
 
 
 @dataclass(frozen=True)
@@ -44,6 +80,10 @@ class Run:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if not self.path.is_dir():
+            from ._runfolder import recover
+
+            recover(self.path)  # a recording killed halfway through replacing this run (`_runfolder`)
+        if not self.path.is_dir():
             raise InputError(self.path, "no such run folder")
         if not (self.path / MANIFEST).is_file():
             raise InputError(self.path, f"not a run folder: it has no {MANIFEST}")
@@ -55,7 +95,9 @@ class Run:
     @cached_property
     def manifest(self) -> RunManifest:
         p = self.path / MANIFEST
-        return validate(p, RunManifest, read_json(p), "run manifest")
+        manifest = validate(p, RunManifest, read_json(p), "run manifest")
+        _check_cassette_names(manifest, p)
+        return manifest
 
     @cached_property
     def results(self) -> ResultsFile:
@@ -64,7 +106,14 @@ class Run:
     @cached_property
     def prompt_text(self) -> str | None:
         p = self.path / PROMPT
-        return p.read_text("utf-8") if p.is_file() else None
+        if not p.is_file():
+            return None
+        try:
+            return p.read_text("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(p, f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from exc
+        except OSError as exc:
+            raise InputError(p, f"cannot read ({exc.strerror or exc})") from exc
 
     def cassette_path(self, claims_file: str) -> Path:
         for entry in self.manifest.claims:

@@ -7,8 +7,12 @@ A value is removed in every encoding we can cheaply check: plain, URL-encoded (`
 JSON-escaped, and base64 (at each of the three alignments, so it is found inside a longer base64 text,
 as in a `Basic` header), each replaced by `REDACTED`.
 
-Pattern rules (what a key *looks like*) live in `_scrub`; this module only knows values it was given,
-so it can never rewrite text that merely resembles a secret (a Learn page quoting an example SAS URL).
+A `Redactor` is such a set of values; the registry is one, and the cassette writer extends it with the
+values of the credential headers of the cassette it writes (`registry().extended(values)`).
+
+Pattern rules (what a key *looks like*) live in `_scrub` and serve only the audit; this module only
+knows values it was given, so it never rewrites text that merely resembles a secret (a Learn page
+quoting an example SAS URL).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
+from collections.abc import Iterable
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 PLACEHOLDER = "REDACTED"
@@ -26,30 +31,73 @@ CREDENTIAL_QUERY_NAMES = frozenset(
     {
         "key", "api-key", "api_key", "apikey", "code", "sig", "signature", "token", "access_token",
         "id_token", "refresh_token", "auth", "password", "passwd", "pwd", "secret", "client_secret",
-        "subscription-key", "x-api-key",
+        "subscription-key", "subscription_key", "ocp-apim-subscription-key", "x-api-key", "sas", "sastoken",
+        "x-amz-signature", "x-amz-security-token", "x-goog-signature", "private_key", "session_token",
     }
 )
 """Query parameters whose value is a credential (case-insensitive)."""
 
-_lock = threading.Lock()
-_values: set[str] = set()
-_forms: list[str] = []
-"""Every encoded form of every remembered value, longest first (so a longer form is replaced whole)."""
+
+class Redactor:
+    """A set of secret values, each removed in every encoding we check (see the module docstring)."""
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        self._lock = threading.Lock()
+        self._values: set[str] = set()
+        self._forms: list[str] = []
+        """Every encoded form of every value, longest first (so a longer form is replaced whole)."""
+        for value in values:
+            self.add(value)
+
+    def add(self, value: str | None) -> None:
+        if value is None:
+            return
+        value = value.strip()
+        if len(value) < MIN_LENGTH or value == PLACEHOLDER:
+            return
+        with self._lock:
+            if value in self._values:
+                return
+            self._values.add(value)
+            self._forms[:] = sorted(set(self._forms) | _encodings(value), key=len, reverse=True)
+
+    def extended(self, values: Iterable[str]) -> Redactor:
+        """A new Redactor holding these values and `values`."""
+        out = Redactor()
+        with self._lock:
+            out._values, out._forms = set(self._values), list(self._forms)
+        for value in values:
+            out.add(value)
+        return out
+
+    def __bool__(self) -> bool:
+        return bool(self._forms)
+
+    def redact(self, text: str) -> str:
+        """`text` with every form of every value replaced by `REDACTED`."""
+        if not self._forms or not text:
+            return text
+        for form in list(self._forms):
+            if form in text:
+                text = text.replace(form, PLACEHOLDER)
+        return text
+
+    def contains(self, text: str) -> bool:
+        return any(form in text for form in list(self._forms)) if text else False
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
+            self._forms.clear()
+
+
+_registry = Redactor()
+"""The secrets the user gave this process."""
 
 
 def remember(value: str | None) -> None:
     """Treat `value` as a secret from now on, in this process."""
-    if value is None:
-        return
-    value = value.strip()
-    if len(value) < MIN_LENGTH or value == PLACEHOLDER:
-        return
-    with _lock:
-        if value in _values:
-            return
-        _values.add(value)
-        forms = set(_forms) | _encodings(value)
-        _forms[:] = sorted(forms, key=len, reverse=True)
+    _registry.add(value)
 
 
 def remember_url(url: str | None) -> None:
@@ -64,13 +112,14 @@ def url_credentials(url: str | None) -> list[str]:
         return []
     try:
         parts = urlsplit(url)
+        password, username = parts.password, parts.username
     except ValueError:
         return []
     out: list[str] = []
-    if parts.password:
-        out.append(unquote(parts.password))
-        if parts.username:
-            out.append(unquote(parts.username))
+    if password:
+        out.append(unquote(password))
+        if username:
+            out.append(unquote(username))
     for name, value in parse_qsl(parts.query, keep_blank_values=False):
         if name.lower() in CREDENTIAL_QUERY_NAMES and value:
             out.append(value)
@@ -79,29 +128,27 @@ def url_credentials(url: str | None) -> list[str]:
 
 def known() -> bool:
     """Whether any secret has been remembered."""
-    return bool(_forms)
+    return bool(_registry)
+
+
+def registry() -> Redactor:
+    """The process-wide registry (to extend with secrets of one file: `registry().extended(values)`)."""
+    return _registry
 
 
 def redact(text: str) -> str:
     """`text` with every form of every remembered secret replaced by `REDACTED`."""
-    if not _forms or not text:
-        return text
-    for form in list(_forms):
-        if form in text:
-            text = text.replace(form, PLACEHOLDER)
-    return text
+    return _registry.redact(text)
 
 
 def contains_secret(text: str) -> bool:
     """Whether `text` holds any form of a remembered secret."""
-    return any(form in text for form in list(_forms)) if text else False
+    return _registry.contains(text)
 
 
 def forget_all() -> None:
     """Clear the registry (for tests, and between independent runs in one process)."""
-    with _lock:
-        _values.clear()
-        _forms.clear()
+    _registry.clear()
 
 
 def _encodings(value: str) -> set[str]:

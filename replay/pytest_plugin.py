@@ -1,4 +1,5 @@
-"""pytest plugin (entry point `pytest11`): the `verdict_snapshot` fixture and the `--replay-*` options."""
+"""pytest plugin (entry point `pytest11`): the `verdict_snapshot` fixture, the `--replay-*` options, and
+the terminal summary listing every verdict snapshot mismatch in full."""
 
 from __future__ import annotations
 
@@ -25,9 +26,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    from . import snapshot
+    from .snapshot import begin_session
 
-    snapshot._failed_runs.clear()
+    begin_session()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from .snapshot import end_session
+
+    end_session()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
+    """Every verdict snapshot mismatch in full, whatever the verbosity: pytest cuts each assertion message
+    after 8 lines, and a re-recorded run can flip dozens of verdicts (syrupy reports its own this way)."""
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller prints the summary
+        return
+    from .snapshot import session_mismatches
+
+    mismatches = session_mismatches()
+    if not mismatches:
+        return
+    terminalreporter.write_sep("-", "verdict snapshots that differ (judge-replay)")
+    for lines in mismatches:
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture

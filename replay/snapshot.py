@@ -25,11 +25,17 @@ FOLDER `<snapshot dir>/<run>/`; the extension reads, writes and deletes the fold
 discovers one snapshot per folder. Since a snapshot's name is its run's name, `pytest -k <run>` leaves
 the other runs' folders alone (syrupy only counts a snapshot unused when `-k` would have selected it).
 A run whose replay raised in this session keeps its snapshot: it is not reported unused nor deleted.
+
+A mismatch's message starts with a summary and the commands that explain it (`snapshotted_diff_command`:
+a git worktree of the commit that last wrote the snapshot, diffed against the run now) and accept it;
+pytest cuts it after 8 lines, so the plugin's terminal summary repeats every mismatch in full.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +50,7 @@ from syrupy.types import PropertyFilter, PropertyMatcher, SerializableData, Seri
 
 from ._cassette import CASSETTE_SUFFIX
 from ._errors import InputError
-from ._io import atomic_write_text, dump_json, portable_path
+from ._io import atomic_write_text, display_path, dump_json, portable_path, printable
 from ._mcp import normalise_learn_url
 from ._records import ClaimResult, ResultsFile
 from ._runs import Run, cassette_name
@@ -69,6 +75,33 @@ _SECTION = "=== "
 
 _failed_runs: set[str] = set()
 """Runs whose replay raised in this pytest session (reset by the plugin at session start)."""
+_mismatches: list[list[str]] = []
+"""Every mismatch explained in this pytest session, in full: the plugin's terminal summary lists them,
+since pytest cuts an assertion message after 8 lines (reset by the plugin at session start)."""
+
+
+def session_mismatches() -> list[list[str]]:
+    """The full explanation of every verdict snapshot that failed in this pytest session."""
+    return list(_mismatches)
+
+
+_outer_sessions: list[tuple[set[str], list[list[str]]]] = []
+
+
+def begin_session() -> None:
+    """Start a pytest session's records afresh, keeping those of a session it runs inside (pytester)."""
+    _outer_sessions.append((set(_failed_runs), list(_mismatches)))
+    _failed_runs.clear()
+    _mismatches.clear()
+
+
+def end_session() -> None:
+    """Give the records of the enclosing session, if any, back."""
+    if _outer_sessions:
+        failed, mismatches = _outer_sessions.pop()
+        _failed_runs.clear()
+        _failed_runs.update(failed)
+        _mismatches[:] = mismatches
 
 
 # --------------------------------------------------------------------------- the value compared
@@ -317,12 +350,34 @@ class VerdictSnapshotAssertion(SnapshotAssertion):
             update_new_snapshots_only=snapshot.update_new_snapshots_only,
         )
 
+    _explained: dict[int, list[str]]
+
     def _assert(self, data: SerializableData) -> bool:
         if not isinstance(data, RunVerdicts):
             raise TypeError(_not_run_verdicts(data))
         self._run = data
         self(name=data.name)  # syrupy restores the index after the assertion
-        return super()._assert(data)
+        ok = super()._assert(data)
+        result = self.executions.get(self.num_executions - 1)
+        if not ok and result is not None and result.exception is None:
+            lines = self._explain(self.num_executions - 1, detailed=True)
+            _mismatches.append(lines)
+        return ok
+
+    def _explain(self, execution: int, *, detailed: bool) -> list[str]:
+        """The mismatch of one execution, explained once (it may call git) and kept."""
+        if not hasattr(self, "_explained"):
+            self._explained = {}
+        if execution not in self._explained:
+            result = self.executions[execution]
+            self._explained[execution] = explain_mismatch(
+                _text(result.asserted_data),
+                None if result.recalled_data is None else _text(result.recalled_data),
+                run_path=self._run.path if self._run else None,
+                snapshot_folder=Path(result.snapshot_location),
+            )
+        lines = self._explained[execution]
+        return lines if detailed else lines[:_summary_length(lines)]
 
     def __repr__(self) -> str:
         return f"<verdict snapshot of run {self._run.name}>" if self._run else "<verdict snapshot>"
@@ -331,13 +386,7 @@ class VerdictSnapshotAssertion(SnapshotAssertion):
         result = self.executions.get(self.num_executions - 1)
         if result is None or result.exception is not None or result.success:
             return super().get_assert_diff(diff_mode=diff_mode)
-        return explain_mismatch(
-            _text(result.asserted_data),
-            None if result.recalled_data is None else _text(result.recalled_data),
-            run_path=self._run.path if self._run else None,
-            snapshot_folder=Path(result.snapshot_location),
-            detailed=diff_mode == DiffMode.DETAILED,
-        )
+        return self._explain(self.num_executions - 1, detailed=diff_mode == DiffMode.DETAILED)
 
 
 def _text(data: SerializedData | None) -> str:
@@ -395,43 +444,45 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _summary_length(lines: list[str]) -> int:
+    """How many of `explain_mismatch`'s lines are the summary and commands (the rest list claims)."""
+    return next((i for i, line in enumerate(lines) if line.startswith("  ")), len(lines))
+
+
 def explain_mismatch(
     received: str,
     snapshot: str | None,
     *,
     snapshot_folder: Path,
     run_path: Path | None = None,
-    detailed: bool = True,
 ) -> list[str]:
     """The assertion message: a summary and the commands that explain and accept the change, then every
-    claim whose verdict flipped, claims added and removed, and other claim changes."""
+    claim whose verdict flipped, claims added and removed, and other claim changes (indented)."""
     new = _parse(received)
     folder = f"{portable_path(snapshot_folder)}/"
     run_name = snapshot_folder.name
-    run_label = portable_path(run_path) if run_path else run_name
     if snapshot is None:
-        return [f"no snapshot of run {run_name} yet: `pytest --snapshot-update` writes {folder} "
-                f"({_plural(new.files, 'file')})"]
+        return [printable(f"no snapshot of run {run_name} yet: `pytest --snapshot-update` writes {folder} "
+                          f"({_plural(new.files, 'file')})")]
     old = _parse(snapshot)
     flipped = sorted(k for k in new.claims.keys() & old.claims.keys() if new.claims[k].get("verdict") != old.claims[k].get("verdict"))
     added = sorted(new.claims.keys() - old.claims.keys())
     removed = sorted(old.claims.keys() - new.claims.keys())
     changed = sorted(k for k in new.claims.keys() & old.claims.keys() if k not in flipped and new.claims[k] != old.claims[k])
     # The summary and the commands come first: pytest cuts an assertion message after 8 lines (640
-    # characters) unless run with -vv, and the claims listed after them can be many.
+    # characters) unless run with -vv; the plugin's terminal summary repeats the whole list.
     lines = [f"run {run_name} differs from its snapshot {folder}: {_plural(len(flipped), 'verdict')} flipped, "
              f"{_plural(len(added), 'claim')} added, {len(removed)} removed"
              + (f", {len(changed)} changed otherwise" if changed else "")]
     if flipped or added or removed:
         explain = "explain the flips" if flipped else "compare the runs"
-        if run_path and not Path(run_label).is_absolute():
-            lines.append(f"{explain}: git worktree add ../snapshotted HEAD && "
-                         f"judge-replay diff ../snapshotted/{run_label} {run_label}")
+        command = snapshotted_diff_command(run_path, snapshot_folder) if run_path else None
+        if command:
+            lines.append(f"{explain}: {command}")
         else:
-            lines.append(f"{explain}: judge-replay diff <run {run_name} as recorded when snapshotted> {run_label}")
+            lines.append(f"{explain}: no git commit holds {folder} with its run, so there is no earlier run to "
+                         "diff against: commit runs with their snapshots")
     lines.append(f"accept: pytest --snapshot-update, then review `git diff {folder}`")
-    if not detailed:
-        return lines
     summary = len(lines)
     old_version, new_version = old.header.get("serializer_version"), new.header.get("serializer_version")
     if old.header and old_version != new_version:
@@ -456,4 +507,37 @@ def explain_mismatch(
     lines.extend(f"  {folder}{entry}: not a readable verdict snapshot" for entry in old.unreadable)
     if len(lines) == summary and not old.unreadable:
         lines.append("  the claims are the same: the snapshot files differ only in their formatting")
-    return lines
+    return [printable(line) for line in lines]
+
+
+def _git(*args: str, cwd: Path) -> str | None:
+    """git's output, or None when git is missing or says no."""
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def snapshotted_diff_command(run_path: Path, snapshot_folder: Path) -> str | None:
+    """The command that, pasted where pytest runs, diffs the run as it was when its snapshot was last
+    committed against the run as it is now: it checks that commit out into a git worktree beside the
+    repository (once: an existing one is reused) and runs `judge-replay diff` on both. None when no
+    commit holds the snapshot and the run together."""
+    run_dir = run_path.resolve()
+    top = _git("rev-parse", "--show-toplevel", cwd=run_dir)
+    if not top:
+        return None
+    root = Path(top)
+    try:
+        run_in_repo = run_dir.relative_to(root).as_posix()
+        snapshot_in_repo = snapshot_folder.resolve().relative_to(root).as_posix()
+    except ValueError:
+        return None
+    commit = _git("log", "-1", "--format=%h", "--", snapshot_in_repo, cwd=root)
+    if not commit or _git("cat-file", "-e", f"{commit}:{run_in_repo}/run.json", cwd=root) is None:
+        return None
+    worktree = display_path(root.parent / f"{root.name}-snapshot-{commit}")
+    q = shlex.quote
+    return (f"[ -d {q(worktree)} ] || git -C {q(display_path(root))} worktree add --detach {q(worktree)} {commit}; "
+            f"judge-replay diff {q(worktree + '/' + run_in_repo)} {q(display_path(run_dir))}")

@@ -1,133 +1,224 @@
-"""Replay speed: judge-replay's indexed replay against stock vcrpy, on traffic shaped like a judge run.
+"""Replay speed on the cassettes users have: one per conversation, a 500-file run, against stock vcrpy and the floor.
 
-Every request is a POST of a distinct ~2 KB JSON body to one URL (as both Anthropic and MCP traffic
-are), every response ~20 KB of JSON. Both sides replay through the real interception path: an httpx
-client making the requests, ours under `HttpRecorder("replay", ...)`, stock vcrpy under
-`vcr.use_cassette(..., match_on=["method", "uri", "body"])`.
+The run is recorded once through the real CLI against the stand-ins (`_bench_runs.py`): 500 claims
+files of 10 claims about the real-size Learn pages of tests/data/learn-pages, one cassette per
+conversation, each with the model turns and the Learn MCP exchanges (initialize, 9-30 KB page
+fetches, a search) our recorder writes. Its requests are then replayed, conversation by conversation,
+in four ways, all timed the same way (total wall time, loading included, divided by the number of
+requests); the first three send them through a real `httpx.Client`:
 
-Stock vcrpy answers the request stored at position i after comparing it with the i stored requests
-before it (a body diff for each), so a full replay is quadratic: it runs on a smaller cassette
-(`--vcrpy-interactions`, default 2,000) and, by default, replays an evenly spaced sample of that
-cassette's requests (`--vcrpy-requests`, default 200; 0 = all). Because the cost of a request depends
-only on its position, the mean over evenly spaced positions is the mean of a full replay.
+    judge-replay   `replay._recorder.HttpRecorder("replay", run)`, one `conversation()` block per
+                   cassette: what `judge --mode replay` and `cassettes verify` do, minus the SDK.
+                   Measured with the parsed-cassette cache warm (every command after the first),
+                   and also cold (cache emptied) and off (JUDGE_REPLAY_NO_CACHE=1: YAML every time).
+    vcrpy body     stock vcrpy, `vcr.use_cassette(cassette)` per conversation, its default matchers
+                   plus `body` (method, scheme, host, port, path, query, body).
+    vcrpy plain    stock vcrpy with one plain matcher: method, URI and JSON-equal bodies.
+    floor          the same interactions read from a JSON file per conversation, plus a dict look-up
+                   per request (what any replay must at least do; no HTTP client).
 
+A fifth line, `httpx alone`, sends the same requests through an httpx.Client whose transport answers
+at once: the HTTP client's own share, which every replay through it pays and the floor does not.
+Start-up (imports, patching) is outside every figure; each is the fastest of `--repeat` passes.
 The last line of output is JSON:
-    {"interactions": N, "ms_per_request": X, "vcrpy_interactions": M, "vcrpy_ms_per_request": Y}
+    {"files", "interactions", "ms_per_request", "floor_ms_per_request",
+     "vcrpy_plain_ms_per_request", "vcrpy_body_ms_per_request"}
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
-import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
-import httpx
-import vcr  # type: ignore[import-untyped]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from replay._cassette import Interaction, save_cassette
-from replay._recorder import HttpRecorder
-from replay._runs import cassette_name
+import httpx  # noqa: E402
+import vcr  # type: ignore[import-untyped]  # noqa: E402
 
-URL = "https://api.bench.invalid/v1/messages"
-CLAIMS_FILE = "docs/bench.md"
-_FILLER = "The deployment supports a context window of 1,047,576 tokens in these regions. "
-
-
-def request_body(i: int) -> str:
-    """A distinct ~2 KB Messages request."""
-    text = f"claim {i}: " + (_FILLER * 26)[:1900]
-    return json.dumps({"model": "claude-bench", "max_tokens": 1024, "messages": [{"role": "user", "content": text}]})
+from _bench_runs import BENCH, recorded_run  # noqa: E402
+from replay._cassette import load_cassette  # noqa: E402
+from replay._recorder import HttpRecorder  # noqa: E402
+from replay._runs import Run  # noqa: E402
 
 
-def response_body(i: int) -> str:
-    """A ~20 KB Messages response."""
-    text = f"verdict {i}: " + (_FILLER * 260)[:20_000]
-    return json.dumps(
-        {"id": f"msg_{i:06d}", "type": "message", "role": "assistant", "model": "claude-bench",
-         "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-         "usage": {"input_tokens": 500, "output_tokens": 5000}}
-    )
+@dataclass(frozen=True)
+class Request:
+    method: str
+    uri: str
+    headers: dict[str, str]
+    body: bytes
+    status: int
 
 
-def build(folder: Path, n: int) -> Path:
-    interactions = [
-        Interaction(method="POST", uri=URL, request_body=request_body(i), status=200, reason="OK",
-                    response_body=response_body(i),
-                    request_headers={"content-type": ["application/json"]},
-                    response_headers={"content-type": ["application/json"]})
-        for i in range(n)
-    ]
-    path = folder / cassette_name(CLAIMS_FILE)
-    save_cassette(path, interactions, scrub=False)  # synthetic data: nothing to scrub, and not what is measured
-    return path
+@dataclass(frozen=True)
+class Conversation:
+    claims_file: str
+    cassette: Path
+    floor: Path
+    requests: tuple[Request, ...]
 
 
-def bench_ours(folder: Path, n: int) -> tuple[float, float]:
-    """(load seconds, ms per request) replaying n requests through HttpRecorder."""
-    bodies = [request_body(i).encode() for i in range(n)]
-    client = httpx.Client(headers={"content-type": "application/json"})
-    with HttpRecorder("replay", folder) as rec:
+def _compact(body: str | None) -> bytes:
+    """The request body as a client sends it: compact JSON (the cassette stores it re-indented)."""
+    if not body:
+        return b""
+    try:
+        return json.dumps(json.loads(body), ensure_ascii=False, separators=(",", ":")).encode()
+    except json.JSONDecodeError:
+        return body.encode()
+
+
+def conversations(run_dir: Path, floor_dir: Path) -> list[Conversation]:
+    """Every conversation of the run with the requests to replay, and its floor file (written here)."""
+    floor_dir.mkdir(parents=True, exist_ok=True)
+    out = []
+    for entry in Run(run_dir).manifest.claims:
+        cassette = run_dir / entry.cassette
+        interactions = load_cassette(cassette)
+        requests = tuple(
+            Request(it.method, it.uri, {k: v[0] for k, v in it.request_headers.items() if v}, _compact(it.request_body), it.status)
+            for it in interactions
+        )
+        floor = floor_dir / (cassette.stem + ".json")
+        rows = [[r.method, r.uri, r.body.decode(), it.status, it.response_body] for r, it in zip(requests, interactions)]
+        floor.write_text(json.dumps(rows, ensure_ascii=False), "utf-8")
+        out.append(Conversation(entry.file, cassette, floor, requests))
+    return out
+
+
+def _send_all(client: httpx.Client, conv: Conversation) -> None:
+    for r in conv.requests:
+        reply = client.request(r.method, r.uri, headers=r.headers, content=r.body)
+        if reply.status_code != r.status:
+            raise SystemExit(f"{conv.cassette.name}: replayed {reply.status_code}, recorded {r.status}")
+
+
+def bench_ours(run_dir: Path, convs: list[Conversation]) -> float:
+    """Seconds to replay every conversation through HttpRecorder (cassette load and index included)."""
+    client = httpx.Client()
+    with HttpRecorder("replay", run_dir) as rec:
         t0 = time.perf_counter()
-        with rec.conversation(CLAIMS_FILE):
-            t1 = time.perf_counter()
-            for i, body in enumerate(bodies):
-                reply = client.post(URL, content=body)
-                if i % 1000 == 0:
-                    assert reply.json()["id"] == f"msg_{i:06d}"
-            t2 = time.perf_counter()
-    assert rec.unused() == {}
-    # conversation() loads and indexes the cassette on entry; the requests follow.
-    return t1 - t0, (t2 - t1) * 1000 / n
+        for conv in convs:
+            with rec.conversation(conv.claims_file):
+                _send_all(client, conv)
+        seconds = time.perf_counter() - t0
+    if rec.unused():
+        raise SystemExit(f"judge-replay left interactions unused: {rec.unused()}")
+    return seconds
 
 
-def bench_vcrpy(path: Path, n: int, requests: int) -> tuple[float, float]:
-    """(load seconds, ms per request) replaying `requests` evenly spaced requests of an n-interaction
-    cassette (all n when `requests` is 0 or larger) through stock vcrpy, with progress."""
-    step = 1 if requests <= 0 or requests >= n else n / requests
-    positions = sorted({int(k * step) for k in range(n if step == 1 else requests)})
-    bodies = [(i, request_body(i).encode()) for i in positions]
-    client = httpx.Client(headers={"content-type": "application/json"})
+def _json_body(r1: Any, r2: Any) -> None:
+    """vcrpy matcher: the two bodies are equal as JSON (or as bytes, when not JSON)."""
+
+    def parsed(body: Any) -> Any:
+        raw = body.encode() if isinstance(body, str) else (body or b"")
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+
+    assert parsed(r1.body) == parsed(r2.body)
+
+
+def bench_vcrpy(convs: list[Conversation], match_on: tuple[str, ...], matchers: dict[str, Callable[..., None]]) -> float:
+    """Seconds to replay every conversation through stock vcrpy, one use_cassette per conversation."""
+    recorder = vcr.VCR(record_mode="none", match_on=match_on)
+    for name, matcher in matchers.items():
+        recorder.register_matcher(name, matcher)
+    client = httpx.Client()
     t0 = time.perf_counter()
-    with vcr.use_cassette(str(path), record_mode="none", match_on=["method", "uri", "body"]):
-        t1 = time.perf_counter()
-        for done, (i, body) in enumerate(bodies, 1):
-            assert client.post(URL, content=body).json()["id"] == f"msg_{i:06d}"
-            if done % max(len(bodies) // 10, 1) == 0:
-                elapsed = time.perf_counter() - t1
-                print(f"  vcrpy: {done}/{len(bodies)} requests, {elapsed:.1f} s", file=sys.stderr, flush=True)
-        t2 = time.perf_counter()
-    return t1 - t0, (t2 - t1) * 1000 / len(bodies)
+    for conv in convs:
+        with recorder.use_cassette(str(conv.cassette)) as cassette:
+            _send_all(client, conv)
+            if not cassette.all_played:
+                raise SystemExit(f"vcrpy left interactions of {conv.cassette.name} unplayed")
+    return time.perf_counter() - t0
+
+
+def bench_client(convs: list[Conversation]) -> float:
+    """Seconds for the same requests through an httpx.Client whose transport answers at once (no
+    cassette): the client's own share of every figure above the floor."""
+    answers = {r.body: r.status for conv in convs for r in conv.requests}
+    client = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(answers[request.content], content=b"{}")))
+    t0 = time.perf_counter()
+    for conv in convs:
+        _send_all(client, conv)
+    return time.perf_counter() - t0
+
+
+def bench_floor(convs: list[Conversation]) -> float:
+    """Seconds to read every conversation's interactions from JSON and find each request's answer."""
+    t0 = time.perf_counter()
+    for conv in convs:
+        index: dict[tuple[str, str, str], list[int]] = {}
+        rows = json.loads(conv.floor.read_bytes())
+        for i, row in enumerate(rows):
+            index.setdefault((row[0], row[1], row[2]), []).append(i)
+        for r in conv.requests:
+            row = rows[index[(r.method, r.uri, r.body.decode())].pop(0)]
+            if row[3] != r.status:
+                raise SystemExit("floor: wrong answer")
+    return time.perf_counter() - t0
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--interactions", type=int, default=10_000, help="our cassette size (default 10,000)")
-    parser.add_argument("--vcrpy-interactions", type=int, default=2_000,
-                        help="stock vcrpy's cassette size (default 2,000; it is quadratic, so this takes minutes)")
-    parser.add_argument("--vcrpy-requests", type=int, default=200,
-                        help="how many of stock vcrpy's requests to replay, evenly spaced (default 200; 0 = all)")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 200 and 50 interactions")
+    parser.add_argument("--files", type=int, default=500, help="claims files in the run (default 500)")
+    parser.add_argument("--repeat", type=int, default=3, help="passes of each measurement; the fastest counts (default 3)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 5 files, one pass")
+    parser.add_argument("--workdir", type=Path, default=BENCH,
+                        help="where the recorded run is kept (default .judge-replay/bench, ignored by git)")
     args = parser.parse_args(argv)
-    n, m = (200, 50) if args.quick else (args.interactions, args.vcrpy_interactions)
-    sample = 0 if args.quick else args.vcrpy_requests
+    files, repeat = (5, 1) if args.quick else (args.files, args.repeat)
+    if files < 1 or repeat < 1:
+        parser.error("--files and --repeat must be 1 or more")
 
-    with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
-        ours_dir, stock_dir = Path(tmp) / "ours", Path(tmp) / "stock"
-        t = time.perf_counter()
-        build(ours_dir, n)
-        stock_path = build(stock_dir, m)
-        print(f"built cassettes: {n} and {m} interactions in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    t = time.perf_counter()
+    run_dir = recorded_run(files, "after", args.workdir.resolve())
+    ws = run_dir.parent.parent
+    os.chdir(ws)  # the workspace is the project: its cassette cache is ws/.judge-replay/cache
+    convs = conversations(run_dir, ws / ".judge-replay" / "bench-floor")
+    n = sum(len(c.requests) for c in convs)
+    size = sum(c.cassette.stat().st_size for c in convs)
+    print(f"run: {files} files, {len(convs)} cassettes, {n} interactions, {size / 1e6:.1f} MB of YAML"
+          f" (ready in {time.perf_counter() - t:.1f} s)", flush=True)
 
-        load, ms = bench_ours(ours_dir, n)
-        print(f"judge-replay: load+index {load:.2f} s, replay {ms:.3f} ms/request at {n} interactions")
-        vload, vms = bench_vcrpy(stock_path, m, sample)
-        shown = f"{sample} evenly spaced requests" if 0 < sample < m else "every request"
-        print(f"vcrpy {vcr.__version__}: load {vload:.2f} s, replay {vms:.3f} ms/request at {m} interactions ({shown})")
-    print(json.dumps({"interactions": n, "ms_per_request": round(ms, 4),
-                      "vcrpy_interactions": m, "vcrpy_ms_per_request": round(vms, 4)}))
+    def per_request(measure: Callable[[], float], times: int = repeat) -> float:
+        """ms per request, the fastest of `times` passes (the machine is shared: the minimum is the
+        figure least disturbed by other processes)."""
+        return min(measure() for _ in range(times)) * 1000 / n
+
+    cache = ws / ".judge-replay" / "cache"
+
+    def cold() -> float:
+        shutil.rmtree(cache, ignore_errors=True)
+        return bench_ours(run_dir, convs)
+
+    os.environ["JUDGE_REPLAY_NO_CACHE"] = "1"
+    ours_off = per_request(lambda: bench_ours(run_dir, convs))
+    del os.environ["JUDGE_REPLAY_NO_CACHE"]
+    ours_cold = per_request(cold)
+    ours = per_request(lambda: bench_ours(run_dir, convs))
+    client = per_request(lambda: bench_client(convs))
+    floor = per_request(lambda: bench_floor(convs))
+    plain = per_request(lambda: bench_vcrpy(convs, ("method", "uri", "json_body"), {"json_body": _json_body}))
+    body = per_request(lambda: bench_vcrpy(convs, ("method", "scheme", "host", "port", "path", "query", "body"), {}))
+
+    print(f"judge-replay        {ours:8.3f} ms/request  (cache cold {ours_cold:.3f}, cache off {ours_off:.3f})")
+    print(f"floor (JSON + dict) {floor:8.3f} ms/request  -> judge-replay is {ours / floor:.1f}x the floor")
+    print(f"httpx client alone  {client:8.3f} ms/request  (no cassette: the client's share of the figures above)")
+    print(f"vcrpy {vcr.__version__} plain   {plain:8.3f} ms/request  -> {plain / ours:.1f}x judge-replay")
+    print(f"vcrpy {vcr.__version__} body    {body:8.3f} ms/request  -> {body / ours:.1f}x judge-replay")
+    print(json.dumps({"files": files, "interactions": n, "ms_per_request": round(ours, 4),
+                      "floor_ms_per_request": round(floor, 4), "vcrpy_plain_ms_per_request": round(plain, 4),
+                      "vcrpy_body_ms_per_request": round(body, 4)}))
 
 
 if __name__ == "__main__":

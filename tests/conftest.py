@@ -1,5 +1,27 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 # tests import their shared builders as `factories`
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.fixture
+def learn_wire():
+    """A server that answers with the real Learn endpoint's bytes (tests/learn_wire.py); its `url` is the endpoint."""
+    from learn_wire import LearnWire
+
+    with LearnWire() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _forget_secrets():
+    """Each test starts with no remembered secret: the registry (`replay._secrets`) is process-wide, and a
+    key one test's run remembered would otherwise be redacted from the files of every later test."""
+    from replay import _secrets
+
+    _secrets.forget_all()
+    yield
+    _secrets.forget_all()

@@ -112,3 +112,24 @@ class LocalServer(ThreadingHTTPServer):
     def stop(self) -> None:
         self.shutdown()
         self.server_close()
+
+
+def parse_printed_command(line: str) -> dict[str, Any]:
+    """A `judge-replay ...` command line we printed, parsed by the real CLI's click parser (nothing runs):
+    the subcommand's parameters. Raises click's UsageError when the CLI would refuse the line."""
+    import shlex
+
+    import click
+
+    from replay._cli.main import cli
+
+    argv = shlex.split(line)
+    assert argv[0] == "judge-replay", line
+    command: click.Command = cli
+    words = argv[1:]
+    while isinstance(command, click.Group):  # `pages history URL`: down to the command that runs
+        found = command.get_command(click.Context(command), words[0])
+        assert found is not None, f"no such subcommand {words[0]!r} in: {line}"
+        command, words = found, words[1:]
+    with command.make_context(command.name or "", words) as ctx:
+        return dict(ctx.params)

@@ -168,3 +168,73 @@ def test_replay_differences_and_names():
     assert line.startswith("docs/a.md: claim a-3: judge_verdict") and "source_silent" in line and "not_grounded" in line
     assert results_file_name("v3") == "judge-bakeoff-results-v3.json"
     assert results_file_name("prompts/my prompt.md") == "judge-bakeoff-results-my_prompt.json"
+
+
+def test_bakeoff_shows_data_never_controls_in_text_and_markdown(project, capsys):
+    hostile = "GPT-4.1 \x1b]8;;https://evil.example\x07offers\x1b]8;;\x07 <script>x</script> a|b \x1b[2J"
+    for run, verdicts in (("v2-demo", BASE), ("v3-demo", CAND)):
+        results = _results(verdicts)
+        results[0]["results"][0]["claim"] = hostile
+        write_run(project / "cassettes" / run, prompt=run[:2], model="claude-x\x1b[31m", results=results,
+                  pages={"docs/a.md": {URL: PAGE}})
+    assert main(["bakeoff", "--no-replay", "--out-dir", "out"]) == 0
+    out = capsys.readouterr().out
+    assert not any(c in out for c in ("\x1b", "\x07"))
+    assert 'docs/a.md:a-1 "GPT-4.1 \\x1b]8;;https://evil.example\\x07offers' in out  # the flip line
+    assert "claude-x\\x1b[31m" in out  # a table cell
+    assert main(["bakeoff", "--no-replay", "--out-dir", "out", "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert not any(c in md for c in ("\x1b", "\x07")) and "<script>" not in md
+    assert "&lt;script&gt;x&lt;/script&gt; a|b" in md  # a flip line (prose: pipes harmless)
+    assert "| claude-x\\x1b[31m |" in md and "<details><summary>" in md
+
+
+def test_bakeoff_json_says_what_each_run_rests_on(project, capsys):
+    _stand_ins(project / "cassettes" / "v3-demo", ["learn", "model"])
+    assert main(["bakeoff", "--no-replay", "--json", "--out-dir", "out"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [v["stand_ins"] for v in out["versions"]] == [[], ["learn", "model"]]
+    assert out["notes"][0] == "runs used the local stand-in judge (test equipment), not Claude: cassettes/v3-demo"
+    assert all(v["scores"]["no_verdict"] == 0 for v in out["versions"])
+    assert main(["bakeoff", "--no-replay", "--markdown", "--out-dir", "out"]) == 0
+    assert ("> **runs used the local stand-in judge (test equipment), not Claude: cassettes/v3-demo**"
+            in capsys.readouterr().out)
+
+
+def test_a_frozen_results_file_gains_new_fields_without_force(project, capsys):
+    # a frozen file written before results files carried `stand_ins`: adding the field changes nothing it holds
+    assert main(["grade", "cassettes/v2-demo", "--freeze"]) == 0
+    assert main(["bakeoff", "--no-replay", "--json"]) == 0
+    capsys.readouterr()
+    path = project / "judge-bakeoff-results-v2.json"
+    older = json.loads(path.read_text())
+    del older["stand_ins"]
+    path.write_text(json.dumps(older, indent=2))
+    assert main(["bakeoff", "--no-replay", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["written"] == ["judge-bakeoff-results-v2.json"]
+    assert "overwriting" not in captured.err
+    rewritten = json.loads(path.read_text())
+    assert rewritten["frozen"] is True and rewritten["stand_ins"] == [] and rewritten["files"] == older["files"]
+
+
+def test_a_frozen_results_file_written_before_costs_were_kept_gains_them_without_force(project, capsys):
+    assert main(["grade", "cassettes/v2-demo", "--freeze"]) == 0
+    assert main(["bakeoff", "--no-replay", "--json"]) == 0
+    capsys.readouterr()
+    path = project / "judge-bakeoff-results-v2.json"
+    old = json.loads(path.read_text())
+    for f in old["files"]:  # as written before costs were kept: no cost anywhere
+        f.pop("cost_usd")
+    old.pop("cost_usd")
+    path.write_text(json.dumps(old))
+    # adding fields changes nothing the frozen file holds: no --force needed
+    assert main(["bakeoff", "--no-replay", "--json"]) == 0
+    assert "judge-bakeoff-results-v2.json" in json.loads(capsys.readouterr().out)["written"]
+    assert "cost_usd" in json.loads(path.read_text())
+    # a changed verdict in it still is a change
+    changed = json.loads(path.read_text())
+    changed["files"][0]["results"][0]["judge_verdict"] = "not_grounded"
+    path.write_text(json.dumps(changed))
+    assert main(["bakeoff", "--no-replay", "--json"]) == 2
+    assert "refusing to overwrite frozen results" in capsys.readouterr().err

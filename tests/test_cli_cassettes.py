@@ -12,7 +12,7 @@ from factories import write_run
 from replay._cassette import load_cassette, save_cassette
 from replay._cli.main import main
 from replay._runner import run_judge
-from replay._runs import cassette_name
+from replay._runs import Run, cassette_name
 from replay._sim import start_learn, start_model
 
 REPO = Path(__file__).resolve().parents[1]
@@ -116,14 +116,16 @@ def test_list_shows_one_row_per_run(recorded_run: Path, tmp_path: Path, capsys: 
     code, out, _ = run_cli(capsys, "cassettes", "list", str(root))
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["run", "prompt", "model", "recorded", "files", "interactions", "tokens", "in/out", "stand-ins"]
+    assert lines[0].split() == ["run", "prompt", "model", "recorded", "files", "interactions", "tokens", "in/out", "cost",
+                                "stand-ins"]
     assert lines[1].split()[:6] == ["a-synthetic", "v3", "claude-test", "2026-11-30T10:00:00Z", "1", "1"]
     row = lines[2].split()
     manifest = json.loads((recorded_run / "run.json").read_text())
     assert row[:5] == ["v3-test", "v3", "claude-test", manifest["recorded_at"], "2"]
     assert int(row[5]) == manifest["stats"]["interactions"]
     assert row[6] == f'{manifest["stats"]["input_tokens"]}/{manifest["stats"]["output_tokens"]}'
-    assert row[7:] == ["learn,", "model"]
+    assert row[7] == "unknown"  # claude-test has no price: never shown as 0
+    assert row[8:] == ["learn,", "model"]
     code, out, _ = run_cli(capsys, "cassettes", "list", str(root), "--json")
     assert [r["run"] for r in json.loads(out)] == ["a-synthetic", "v3-test"]
 
@@ -131,3 +133,84 @@ def test_list_shows_one_row_per_run(recorded_run: Path, tmp_path: Path, capsys: 
 def test_list_of_a_missing_root_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(capsys, "cassettes", "list", str(tmp_path / "none"))
     assert code == 2 and "no such folder of runs" in err
+
+
+def test_list_names_a_garbage_run_in_one_line_and_still_lists_the_others(recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "runs"
+    copy_run(recorded_run, root / "good")
+    binary = copy_run(recorded_run, root / "binary-cassettes")
+    for cassette in binary.glob("*.yaml"):
+        cassette.write_bytes(bytes(range(256)) * 8)
+    (root / "garbage").mkdir()
+    (root / "garbage" / "run.json").write_bytes(b"\x00\xff\xfe garbage")
+    code, out, err = run_cli(capsys, "cassettes", "list", str(root))
+    assert code == 2 and "Traceback" not in out + err
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["binary-cassettes", "good"]
+    problems = [line for line in err.splitlines() if "/garbage/run.json" in line]
+    assert len(problems) == 1 and str(root / "garbage" / "run.json") in problems[0]
+    assert err.splitlines()[-1].endswith("1 run folder(s) could not be read (named above)")
+
+
+def test_audit_lists_page_text_findings_apart_and_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from factories import fetch_interaction
+
+    page = "Use a SAS URL such as https://acct.blob.core.windows.net/c?sv=2024-11-04&sig=Zx81kLm0PqR5tUv9wXy2Ab3Cd4%3D here."
+    save_cassette(tmp_path / "c.yaml", [fetch_interaction("https://learn.microsoft.com/azure/storage/sas", page)])
+    code, out, _ = run_cli(capsys, "cassettes", "audit", str(tmp_path))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("in public Learn page text (1;")
+    assert "credential in URL" in lines[1] and "https://learn.microsoft.com/azure/storage/sas" in lines[1]
+    assert lines[-1] == "no secrets found in 1 cassettes (1 interactions)"
+
+
+def test_a_page_quoting_example_credentials_is_stored_exactly_and_the_run_verifies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sas = "https://contoso.blob.core.windows.net/c/b.txt?sv=2024-11-04&sr=b&sp=r&sig=a1B2%2Bc3D4e5F6g7H8i9J0kLmNoPqRsTuVwXyZ%3D"
+    jwt = "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+    example = f"\n\nFor example, a SAS URL `{sas}` and a header `Authorization: Bearer {jwt}` (C:\\\\temp\\\\\"x\").\n"
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    for page in (REPO / "demo" / "pages" / "2026-06").glob("*.md"):
+        (pages / page.name).write_text(page.read_text() + (example if page.name == "observability.md" else ""))
+    claims = json.loads((REPO / "demo" / "claims" / "evaluation.json").read_text())
+    (tmp_path / "evaluation.json").write_text(json.dumps({**claims, "claims": claims["claims"][:2]}))
+    learn, model = start_learn(pages), start_model()
+    try:
+        run_judge("v3", [tmp_path / "evaluation.json"], tmp_path / "run", "record", model="claude-test",
+                  learn_url=learn.url, anthropic_base_url=model.url, progress=False)
+    finally:
+        learn.stop()
+        model.stop()
+    url = "https://learn.microsoft.com/azure/ai-foundry/concepts/observability"
+    stored = Run(tmp_path / "run").page(url)
+    assert stored is not None and stored.text is not None and example.strip() in stored.text
+    code, out, _ = run_cli(capsys, "cassettes", "verify", str(tmp_path / "run"))
+    assert code == 0, out
+    code, out, _ = run_cli(capsys, "cassettes", "audit", str(tmp_path / "run"))
+    assert code == 0 and "in public Learn page text" in out and url in out
+
+
+def test_a_canary_key_and_learn_url_credentials_are_in_no_file_of_a_recorded_run(tmp_path: Path) -> None:
+    import base64
+    from urllib.parse import quote
+
+    canary = "Kx7" + "".join(chr(ord("a") + (i * 5) % 26) + str(i % 9) for i in range(18)) + "q"  # 40, no key shape
+    password, query_key = "pw" + canary[:18], "qk" + canary[18:]
+    claims = json.loads((REPO / "demo" / "claims" / "evaluation.json").read_text())
+    (tmp_path / "evaluation.json").write_text(json.dumps({**claims, "claims": claims["claims"][:1]}))
+    learn, model = start_learn(REPO / "demo" / "pages" / "2026-06"), start_model()
+    learn_url = learn.url.replace("http://", f"http://judge:{password}@") + f"?key={query_key}"
+    try:
+        run_judge("v3", [tmp_path / "evaluation.json"], tmp_path / "run", "record", model="claude-test",
+                  learn_url=learn_url, anthropic_base_url=model.url, api_key=canary, progress=False)
+    finally:
+        learn.stop()
+        model.stop()
+    files = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
+    assert len(files) >= 4
+    for value in (canary, password, query_key):
+        forms = [value, quote(value, safe=""), json.dumps(value)[1:-1]]
+        forms += [base64.b64encode((p + value).encode()).decode()[len(p) * 2 + 4:-4] for p in ("", "u:", "us:")]
+        for path in files:
+            data = path.read_bytes().decode("utf-8", "replace")
+            assert not any(form in data for form in forms), f"{path.name} holds a secret"

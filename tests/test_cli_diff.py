@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from factories import write_json
+from factories import parse_printed_command, write_json
 from replay._cli.main import main
 from test_flips import FILE, MINI, MODELS_URL, V2, V3, change, learn_page, result, run
 
@@ -60,8 +61,14 @@ def test_confirm_prints_the_record_commands(runs, capsys):
     a, b, _ = runs
     assert main(["diff", str(a.path), str(b.path), "--confirm", "--no-discover"]) == 0
     out = capsys.readouterr().out
-    assert "--prompt v2 --claims claims/docs_azure-openai-models.md.yaml.json" in out
-    assert f"--mode record --pages-from {b.path}" in out and f"--pages-from {a.path}" in out
+    commands = [line.strip() for line in out.splitlines() if line.strip().startswith("judge-replay judge")]
+    assert len(commands) == 2
+    assert "--prompt v2 --claims runs/v2-demo/claims/docs_azure-openai-models.md.yaml.json" in commands[0]
+    assert f"--pages-from {b.path}" in commands[0] and f"--pages-from {a.path}" in commands[1]
+    for command in commands:  # each parses with the real CLI and names files that exist where it was printed
+        params = parse_printed_command(command)
+        assert params["mode"] == "record" and all(Path(p).is_file() for p in params["claims"])
+        assert Path(params["pages_from"]).is_dir() and not Path(params["run_dir"]).exists()
 
 
 def test_markdown_to_file_has_table_and_fenced_diff(runs, tmp_path, capsys):
@@ -108,3 +115,47 @@ def test_gold_defaults_to_the_project_setting_when_the_file_exists(runs, tmp_pat
     assert main(["diff", str(a.path), str(b.path), "--format", "json"]) == 0
     flips = {f["id"]: f for f in json.loads(capsys.readouterr().out)["flips"]}
     assert flips["models-003"]["gold"] == "outdated" and flips["models-003"]["right"] == "b"
+
+
+def test_planted_controls_and_html_in_the_data_never_reach_the_terminal_or_the_markdown_raw(tmp_path, capsys):
+    planted = "\x1b]0;owned\x07\x1b[2J"
+    cid = f"x-1{planted}"
+    claim = {"id": cid, "claim": f"<img src=x onerror=alert(1)> gpt-x has 1,000 tokens {planted}.",
+             "claim_type": "version", "evidence_url": MODELS_URL}
+    old = f"# P\n\n| model | context |\n|---|---|\n| gpt-x | 1,000 {planted} |\n"
+    new = old.replace("1,000", "2,000")
+    a = run(tmp_path / "a", "v3", V3, [result(cid, "grounded", f"| gpt-x | 1,000 {planted} |")], {MODELS_URL: old},
+            claims=[claim])
+    b = run(tmp_path / "b", "v3", V3, [result(cid, "not_grounded")], {MODELS_URL: new}, claims=[claim])
+    for fmt in ("text", "markdown"):
+        assert main(["diff", str(a.path), str(b.path), "--format", fmt]) == 0
+        out = capsys.readouterr().out
+        assert "x-1" in out and "\x1b" not in out and "\x07" not in out, fmt
+        assert "\\x1b]0;owned\\x07" in out, fmt
+    assert "&lt;img src=x onerror=alert(1)&gt;" in out and "<img" not in out  # the markdown of the last round
+
+
+def test_out_given_a_folder_is_a_usage_error(runs, tmp_path, capsys):
+    a, b, _ = runs
+    assert main(["diff", str(a.path), str(b.path), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "is a folder" in err and "Traceback" not in err
+
+
+def test_runs_made_against_the_stand_ins_are_marked_in_every_format(runs, tmp_path, capsys):
+    a, b, _ = runs
+    manifest = json.loads((b.path / "run.json").read_text())
+    (b.path / "run.json").write_text(json.dumps({**manifest, "stand_ins": ["learn", "model"],
+                                                 "anthropic_base_url": "http://127.0.0.1:8932"}))
+    note = "runs used the local stand-in judge (test equipment), not Claude: runs/v3-demo"
+    for fmt in ("text", "markdown", "json", "html"):
+        assert main(["diff", str(a.path), "runs/v3-demo", "--format", fmt, "--confirm", "--no-discover"]) == 0
+        out = capsys.readouterr().out
+        assert note in out, fmt
+        assert "pages came from the local Learn stand-in (test equipment), not learn.microsoft.com: runs/v3-demo" in out
+    report = json.loads(main(["diff", str(a.path), "runs/v3-demo", "--format", "json"]) == 0 and
+                        capsys.readouterr().out)
+    assert report["runs"]["b"]["stand_ins"] == ["learn", "model"] and report["runs"]["a"]["stand_ins"] == []
+    # the controlled run that uses B's prompt is recorded against B's model endpoint: the stand-in's
+    crossed = next(c for c in report["confirm_commands"] if "--prompt v3" in c)
+    assert parse_printed_command(crossed)["anthropic_base_url"] == "http://127.0.0.1:8932"

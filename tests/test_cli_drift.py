@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from factories import write_json, write_run
+from factories import parse_printed_command, write_json, write_run
 from replay._cli.main import main
 from replay._learn import LearnClient
 from replay._runs import Run
@@ -119,7 +119,11 @@ def test_against_another_runs_cassettes_offline(tmp_path, capsys):
     command = report["rerecord_commands"][0]
     assert command.startswith("judge-replay judge --prompt v3 --claims ")
     assert str(claims / "models.json") in command and str(claims / "old.json") in command
-    assert str(claims / "quotas.json") not in command and f"--run {old}-" in command and command.endswith("--mode record")
+    assert str(claims / "quotas.json") not in command and f"--run {old}-" in command
+    assert command.endswith("--mode record --model claude-test")
+    params = parse_printed_command(command)  # parses with the real CLI, names files that are there
+    assert params["prompt"] == "v3" and all(Path(p).is_file() for p in params["claims"])
+    assert parse_printed_command(report["rerecord_commands"][1])["run_b"] == params["run_dir"]
     assert "drift:" in err and "2 claim(s)" in err
 
     code, out, _ = run_cli(capsys, "drift", old, "--against", new, "--claims", claims)
@@ -252,3 +256,68 @@ def test_without_claims_text_the_quotes_alone_are_checked_and_the_user_is_told(t
     code, out, err = run_cli(capsys, "drift", old, "--against", new)
     assert code == 1 and "were not found" in err and "--claims" in err
     assert "value-changed" in out and "docs/models.md:m-2" in out and "2 claim(s) unchanged" in out
+
+
+def test_a_quote_gone_claim_is_listed_at_risk_and_drift_exits_1(tmp_path, capsys):
+    """Change #6 of the real pages removes the `gpt-4` 1106-Preview row: the quote on it is gone."""
+    from replay._sim.learn import load_page
+
+    change = json.loads((LEARN_PAGES / "changes.json").read_text("utf-8"))[6]
+    before, after = (load_page(LEARN_PAGES / s / change["file"]).body for s in ("before", "after"))
+    url, quote = change["page_url"], change["before"].strip()
+    results = [{"file": "docs/m.md", "results": [
+        {"id": "m-1", "judge_verdict": "grounded", "evidence_url": url, "evidence_quote": quote}]}]
+    old = write_run(tmp_path / "old", results=results, pages={"docs/m.md": {url: before}})
+    new = write_run(tmp_path / "new", results=results, pages={"docs/m.md": {url: after}})
+    claims = write_json(tmp_path / "claims" / "m.json", {"file": "docs/m.md", "claims": [
+        {"id": "m-1", "claim": "gpt-4 1106-Preview accepts 128,000 input tokens.", "claim_type": "tpm"}]})
+
+    code, out, err = run_cli(capsys, "drift", old, "--against", new, "--claims", claims, "--json")
+    report = json.loads(out)
+    assert code == 1 and statuses(report) == {"m-1": "quote-gone"}
+    assert report["at_risk"] == [{"file": "docs/m.md", "id": "m-1"}] and "1 claim(s)" in err
+    code, out, _ = run_cli(capsys, "drift", old, "--against", new, "--claims", claims)
+    assert code == 1 and "at risk (1): docs/m.md:m-1" in out
+
+
+def _as_stand_in_run(folder: Path) -> Path:
+    """Mark a run folder as recorded against the two stand-ins, with endpoints stored canonically."""
+    manifest = json.loads((folder / "run.json").read_text())
+    manifest.update(stand_ins=["learn", "model"], learn_url="http://127.0.0.1:8931/api/mcp",
+                    anthropic_base_url="http://127.0.0.1:8932")
+    (folder / "run.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def test_stand_in_runs_are_marked_and_the_re_record_command_targets_the_stand_ins(tmp_path, capsys):
+    claims = write_claims(tmp_path / "claims")
+    old = _as_stand_in_run(write_recorded_run(tmp_path / "old", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1}))
+    new = write_recorded_run(tmp_path / "new", {MODELS: MODELS_V1.replace("| 200,000 |", "| 400,000 |"),
+                                                QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+    code, out, _ = run_cli(capsys, "drift", old, "--against", new, "--claims", claims, "--json")
+    report = json.loads(out)
+    assert code == 1 and report["stand_ins"] == {"run": ["learn", "model"], "against": []}
+    assert [n.split(":")[0] for n in report["notes"]] == [
+        "runs used the local stand-in judge (test equipment), not Claude",
+        "pages came from the local Learn stand-in (test equipment), not learn.microsoft.com"]
+    params = parse_printed_command(report["rerecord_commands"][0])
+    assert (params["learn_url"], params["anthropic_base_url"]) == ("http://127.0.0.1:8931/api/mcp", "http://127.0.0.1:8932")
+
+    code, out, _ = run_cli(capsys, "drift", old, "--against", new, "--claims", claims)
+    assert code == 1 and out.startswith("runs used the local stand-in judge (test equipment), not Claude: ")
+    assert "--anthropic-base-url http://127.0.0.1:8932" in out
+
+
+def test_terminal_output_shows_planted_escape_sequences_as_text(tmp_path, capsys):
+    planted = "\x1b]0;owned\x07\x1b[2J"
+    old = write_recorded_run(tmp_path / "old", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+    new = write_recorded_run(tmp_path / "new", {
+        MODELS: MODELS_V1.replace("| 200,000 |", f"| 400,000 {planted}|"), QUOTAS: QUOTAS_V1, OLD: None})
+    results = json.loads((old / "results.json").read_text())
+    results["files"][0]["results"][1]["id"] = f"m-2{planted}"
+    (old / "results.json").write_text(json.dumps(results))
+    code, out, err = run_cli(capsys, "drift", old, "--against", new)
+    assert code == 1 and "value-changed" in out
+    for text in (out, err):
+        assert "\x1b" not in text and "\x07" not in text
+    assert "\\x1b]0;owned\\x07" in out  # shown, not obeyed

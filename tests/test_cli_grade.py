@@ -39,18 +39,29 @@ def test_grade_json_keys_and_types(project, capsys):
     assert main(["grade", "runs/v3", "--gold", "gold.json", "--baseline", "runs/v2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     for scores in (out, out["baseline"]):
-        assert {"precision", "recall", "f1", "accuracy", "tp", "fp", "fn", "tn", "errors", "confusion"} <= set(scores)
-        assert all(isinstance(scores[k], int) for k in ("tp", "fp", "fn", "tn"))
+        assert {"precision", "recall", "f1", "accuracy", "tp", "fp", "fn", "tn", "no_verdict", "errors",
+                "confusion", "stand_ins"} <= set(scores)
+        assert all(isinstance(scores[k], int) for k in ("tp", "fp", "fn", "tn", "no_verdict"))
         assert all(scores[k] is None or 0 <= scores[k] <= 1 for k in ("precision", "recall", "f1", "accuracy"))
-    # v3: a-1 TP, a-2 TN, a-3 no result -> FN. P = 1/1, R = 1/2, F1 = 2/(2+0+1) = 2/3, accuracy 2/3
-    assert (out["tp"], out["fp"], out["fn"], out["tn"]) == (1, 0, 1, 1)
+    # v3: a-1 TP, a-2 TN, a-3 no result -> no verdict, FN. P = 1/1, R = 1/2, F1 = 2/(2+0+1) = 2/3, accuracy 2/3
+    assert (out["tp"], out["fp"], out["fn"], out["tn"], out["no_verdict"]) == (1, 0, 1, 1, 1)
+    assert out["stand_ins"] == [] and out["notes"] == []  # recorded against the real services
     assert (out["precision"], out["recall"], out["f1"], out["accuracy"]) == (1.0, 0.5, 2 / 3, 2 / 3)
     assert out["unmatched_gold"] == [{"file": "docs/a.md", "id": "a-3"}]
     assert out["confusion"]["not_grounded"] == {"grounded": 0, "not_grounded": 1, "source_silent": 0, "none": 1}
-    # the baseline flagged nothing: P undefined, so the gate says no and says why
-    assert out["baseline"]["precision"] is None
-    assert out["gate"]["adopt"] is False and "baseline precision is undefined" in out["gate"]["reason"]
-    assert isinstance(out["gate"]["mcnemar_p"], float) and out["gate"]["only_candidate_right"] == 1
+    # both versions lack a verdict for a-3: no comparison, and the reason says how to re-record each
+    assert out["baseline"]["precision"] is None and out["baseline"]["no_verdict"] == 1
+    gate = out["gate"]
+    assert gate["adopt"] is False and gate["within_noise"] is None
+    assert gate["reason"].startswith("do not adopt: the candidate has 1 claim without a verdict out of 3")
+    assert "and the baseline has 1 claim without a verdict out of 3" in gate["reason"]
+    claims = json.loads((project / "runs" / "v3" / "run.json").read_text())["claims"][0]["path"]
+    assert gate["reason"].endswith(
+        f"; to re-record the candidate's claims without a verdict: judge-replay judge --prompt v3 --claims {claims} "
+        "--run runs/v3 --mode record --model claude-test"
+        f"; to re-record the baseline's claims without a verdict: judge-replay judge --prompt v2 --claims {claims} "
+        "--run runs/v2 --mode record --model claude-test")
+    assert isinstance(gate["mcnemar_p"], float) and gate["only_candidate_right"] == 1
 
 
 def test_grade_text_shows_the_page_region(project, capsys):
@@ -130,3 +141,89 @@ def test_a_folder_holding_only_a_results_json_is_graded_and_frozen(project, caps
     (project / "empty").mkdir()
     assert main(["grade", "runs/v3", "--gold", "gold.json", "--baseline", "empty"]) == 2
     assert capsys.readouterr().err == "judge-replay: empty: run folder has no results.json\n"
+
+
+HOSTILE = "\x1b]8;;https://evil.example\x07click\x1b]8;;\x07 \x1b[2J\u202e<script>alert(1)</script> a|b \x9b31m"
+HOSTILE_PAGE = "# Models\n\n| model | context |\n|---|---|\n| gpt-4.1 | 1,047,576 \x1b[31m<b>red</b> |\n"
+
+
+@pytest.fixture
+def hostile(tmp_path, monkeypatch):
+    """A run and a gold set whose every data string carries terminal controls, HTML and pipes."""
+    monkeypatch.chdir(tmp_path)
+    quote = "| gpt-4.1 | 1,047,576 \x1b[31m<b>red</b> |"
+    write_run(tmp_path / "runs" / "x", results=[{"file": "docs/a\x1b[1m.md", "results": [
+        {"id": "a-1\x07", "judge_verdict": "grounded", "evidence_url": URL, "evidence_quote": quote,
+         "reason": HOSTILE, "quote_verified": True, "claim": HOSTILE, "claim_type": "tpm\x1b[5m|<i>"}]}],
+        pages={"docs/a\x1b[1m.md": {URL: HOSTILE_PAGE}})
+    write_json(tmp_path / "gold.json", {"name": "g\x1b[5m<u>", "items": [
+        {"file": "docs/a\x1b[1m.md", "id": "a-1\x07", "label": "outdated", "mode": "FN2|\x1b[2J<b>", "note": HOSTILE}]})
+    return tmp_path
+
+
+def _no_controls(text):
+    return not any(c in text for c in ("\x1b", "\x07", "\x9b", "\u202e"))
+
+
+def test_terminal_output_shows_data_never_controls(hostile, capsys):
+    assert main(["grade", "runs/x", "--gold", "gold.json", "--baseline", "runs/x"]) == 0
+    out = capsys.readouterr().out
+    assert _no_controls(out)
+    assert "\\x1b]8;;https://evil.example\\x07click" in out and "\\x9b31m" in out and "\\u202e" in out
+    assert "a-1\\x07" in out and "tpm\\x1b[5m|<i>" in out and "FN2|\\x1b[2J<b>" in out  # ids and table cells
+    assert "1,047,576 \\x1b[31m<b>red</b>" in out  # the page region
+
+
+def test_markdown_output_escapes_html_pipes_and_controls(hostile, capsys):
+    assert main(["grade", "runs/x", "--gold", "gold.json", "--baseline", "runs/x", "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert _no_controls(md)
+    assert "<script>" not in md and "<b>" not in md.split("```text")[0] and "<i>" not in md and "<u>" not in md
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md
+    assert "| tpm\\x1b[5m\\|&lt;i&gt; |" in md and "| FN2\\|\\x1b[2J&lt;b&gt; |" in md  # table cells: pipes escaped
+    # the page region is a fenced block: shown as text, controls made visible, HTML left as the page has it
+    assert ">    5 | | gpt-4.1 | 1,047,576 \\x1b[31m<b>red</b> |" in md
+
+
+def test_help_ends_with_an_example(capsys):
+    for command in ("grade", "bakeoff"):
+        assert main([command, "--help"]) == 0
+        lines = capsys.readouterr().out.rstrip().splitlines()
+        assert lines[-1].strip().startswith(f"judge-replay {command} "), command
+        assert any(line.strip() == "Examples:" for line in lines[-4:]), command
+
+
+def _with_usage(run_dir, model, usage, batch_ids=None):
+    """Give a run's results a model and token usage (as a run recorded before costs were kept)."""
+    results = json.loads((run_dir / "results.json").read_text())
+    results["model"] = model
+    results["files"][0]["usage"] = usage
+    (run_dir / "results.json").write_text(json.dumps(results))
+    manifest = json.loads((run_dir / "run.json").read_text())
+    manifest["model"], manifest["batch_ids"] = model, batch_ids
+    (run_dir / "run.json").write_text(json.dumps(manifest))
+
+
+def test_grade_shows_each_runs_cost_in_every_format(project, capsys):
+    # v3: 1,000,000 input at $2 + 100,000 output at $10 = $3.00, through batches: $1.50; v2: a model with no price
+    _with_usage(project / "runs" / "v3", "claude-sonnet-5-5", {"input_tokens": 1_000_000, "output_tokens": 100_000},
+                batch_ids=["msgbatch_1"])
+    _with_usage(project / "runs" / "v2", "my-own-model", {"input_tokens": 10})
+    assert main(["grade", "runs/v3", "--gold", "gold.json", "--baseline", "runs/v2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cost_usd"] == pytest.approx(1.5) and out["baseline"]["cost_usd"] is None
+    assert main(["grade", "runs/v3", "--gold", "gold.json", "--baseline", "runs/v2"]) == 0
+    text = capsys.readouterr().out
+    assert "cost: $1.5000 (Message Batches, half price)" in text and "cost: unknown (the model has no price" in text
+    assert main(["grade", "runs/v3", "--gold", "gold.json", "--markdown"]) == 0
+    assert "cost: $1.5000 (Message Batches, half price)" in capsys.readouterr().out
+
+    # [tool.judge-replay.prices] prices the model that had none; a bad table is one line naming the file
+    (project / "pyproject.toml").write_text('[tool.judge-replay.prices]\nmy-own-model = {input = 1000, output = 1}\n')
+    assert main(["grade", "runs/v2", "--gold", "gold.json", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cost_usd"] == pytest.approx(0.01)
+    (project / "pyproject.toml").write_text('[tool.judge-replay.prices]\nmy-own-model = {input = -1, output = 1}\n')
+    assert main(["grade", "runs/v2", "--gold", "gold.json", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "pyproject.toml: [tool.judge-replay] prices.my-own-model.input must be a number >= 0" in err
+    assert len(err.strip().splitlines()) == 1

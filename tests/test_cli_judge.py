@@ -61,7 +61,7 @@ def test_live_run_over_a_claims_folder(workdir: Path, stand_ins: tuple[Any, Any]
         ("docs/b.md", "b-1"): ("not_grounded", "", True),    # the page states 450,000
         ("docs/c.md", "c-1"): ("grounded", "", True),        # found by search, then fetched
     }
-    assert results["prompt"] == "v3" and results["model"] == "claude-sonnet-4-6"
+    assert results["prompt"] == "v3" and results["model"] == "claude-sonnet-5-5"
     assert "3 files, 3 claims: 1 grounded, 2 not_grounded, 0 source_silent" in out
     assert "quotes not found in the fetched page: 0" in out and "runs/live" in out
     assert json.loads((workdir / "runs" / "live" / "run.json").read_text())["stand_ins"] == ["learn", "model"]
@@ -120,3 +120,25 @@ def test_default_learn_url_is_the_public_endpoint() -> None:
     from replay._cli.judge import command
 
     assert LEARN_MCP_URL in (next(p for p in command.params if p.name == "learn_url").help or "")
+
+
+def test_live_without_a_run_says_what_it_costs_keeps_and_rests_on(workdir: Path, stand_ins: tuple[Any, Any],
+                                                                  capsys: Any) -> None:
+    learn, model = stand_ins
+    code = main(["judge", "--prompt", "v3", "--claims", "claims/a.json", "--mode", "live", "--learn-url", learn.url,
+                 "--anthropic-base-url", model.url, "--no-progress"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "calls the Anthropic API (billed) and keeps nothing" in err
+    assert "stand-ins (test equipment, not the real services): learn, model" in out
+    assert "written: nothing" in out
+
+
+def test_help_names_the_key_the_stand_ins_and_an_example_per_mode(capsys: Any) -> None:
+    assert main(["judge", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "ANTHROPIC_API_KEY" in text and "judge-replay sim learn" in text and "judge-replay sim model" in text
+    assert "billed" in text and "keeps nothing unless" in text
+    for mode in ("live", "record", "replay"):
+        assert f"--mode {mode}" in text.split("Examples:")[1]
+    assert "--retry-failed" in text

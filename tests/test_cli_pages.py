@@ -36,7 +36,8 @@ def test_history_lists_every_version(tmp_path, cassettes, capsys):
     versions = json.loads(out)["versions"]
     assert [v["hash"] for v in versions] == [sha256_text(t)[:12] for t in (V1, V2, V3)]
     assert versions[0] | {"sha256": None} == {"sha256": None, "hash": sha256_text(V1)[:12], "first_seen": "2026-01-01T00:00:00Z",
-                                              "last_seen": "2026-02-01T00:00:00Z", "runs": ["r1", "r2"], "size": len(V1)}
+                                              "last_seen": "2026-02-01T00:00:00Z", "runs": ["r1", "r2"], "size": len(V1),
+                                              "stand_in_runs": []}
     code, out, _ = pages(capsys, tmp_path, cassettes, "history", URL)
     assert code == 0 and sha256_text(V2)[:12] in out and "r1, r2" in out and "2026-02-01T00:00:00Z" in out
 
@@ -80,3 +81,50 @@ def test_fresh_store_is_filled_from_the_cassettes_and_follows_new_runs(tmp_path,
     code, out, _ = pages(capsys, tmp_path, cassettes, "history", URL, "--json")
     first = json.loads(out)["versions"][0]
     assert code == 0 and first["runs"] == ["r1", "r2", "r5"] and first["last_seen"] == "2026-05-01T00:00:00Z"
+
+
+def test_stand_in_pages_are_marked_and_controls_in_page_lines_are_shown_as_text(tmp_path, capsys):
+    root = tmp_path / "c"
+    planted = V1.replace("Intro.", "Intro \x1b]0;owned\x07\x1b[2J.")
+    for name, text, at in (("r1", V1, "2026-01-01T00:00:00Z"), ("r2", planted, "2026-02-01T00:00:00Z")):
+        write_run(root / name, results=[{"file": "docs/q.md", "results": []}], pages={"docs/q.md": {URL: text}},
+                  recorded_at=at)
+    manifest = json.loads((root / "r2" / "run.json").read_text())
+    (root / "r2" / "run.json").write_text(json.dumps({**manifest, "stand_ins": ["learn"]}))
+    code, out, _ = pages(capsys, tmp_path, root, "diff", URL)
+    assert code == 0 and "\x1b" not in out and "\x07" not in out
+    assert "+Intro \\x1b]0;owned\\x07\\x1b[2J." in out
+    assert out.startswith("pages came from the local Learn stand-in (test equipment), not learn.microsoft.com: r2\n")
+    code, out, _ = pages(capsys, tmp_path, root, "history", URL, "--json")
+    data = json.loads(out)
+    assert data["notes"] == ["pages came from the local Learn stand-in (test equipment), not learn.microsoft.com: r2"]
+    assert [v["stand_in_runs"] for v in data["versions"]] == [[], ["r2"]]
+    code, out, _ = pages(capsys, tmp_path, root, "history", URL)
+    assert code == 0 and out.startswith("pages came from the local Learn stand-in")
+
+
+def test_a_run_folder_of_the_same_name_elsewhere_and_a_re_record_keep_every_version(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for root, text, at in (("a", V1, "2026-01-01T00:00:00Z"), ("b", V2, "2026-02-01T00:00:00Z")):
+        write_run(tmp_path / root / "v3", results=[{"file": "docs/q.md", "results": []}],
+                  pages={"docs/q.md": {URL: text}}, recorded_at=at)
+        pages(capsys, tmp_path, tmp_path / root, "history", URL)
+    write_run(tmp_path / "b" / "v3", results=[{"file": "docs/q.md", "results": []}],  # re-recorded in place
+              pages={"docs/q.md": {URL: V3}}, recorded_at="2026-03-01T00:00:00Z")
+    code, out, _ = pages(capsys, tmp_path, tmp_path / "b", "history", URL, "--json")
+    assert code == 0
+    assert [(v["hash"], v["runs"]) for v in json.loads(out)["versions"]] == [
+        (sha256_text(V1)[:12], ["a/v3"]), (sha256_text(V2)[:12], ["b/v3"]), (sha256_text(V3)[:12], ["b/v3"])]
+
+
+@pytest.mark.parametrize("argv", [["diff"], ["drift"], ["pages"], ["pages", "history"], ["pages", "diff"]])
+def test_help_ends_with_an_example_that_parses(argv, capsys):
+    from factories import parse_printed_command
+
+    assert main([*argv, "--help"]) == 0
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines() if line.strip()]
+    examples = [line.split("#")[0].strip() for line in lines[lines.index(next(l for l in lines if l.startswith("Example"))):]
+                if line.startswith("judge-replay ")]
+    assert examples and lines[-1].startswith(f"judge-replay {argv[0]}")
+    for example in examples:  # each is a command line the real CLI accepts
+        assert parse_printed_command(example)

@@ -8,8 +8,9 @@ import pytest
 from factories import write_run
 from replay._cassette import Interaction, load_cassette, save_cassette
 from replay._drift import ClaimEvidence, claim_drift, drift_report
+from replay._mcp import normalise_learn_url
 from replay._prompts import load_prompt
-from replay._records import ClaimsBatch
+from replay._records import ClaimsBatch, RunManifest
 from replay._runs import PageVersion, Run
 from replay._sim.learn import load_page
 from replay._text import sha256_text
@@ -161,14 +162,14 @@ def test_report_names_only_the_claims_at_risk_and_the_files_to_re_record(tmp_pat
     from replay._drift_runs import drift_items
 
     report = drift_report(run="cassettes/v3-old", against="cassettes/v3-new", items=drift_items(old, {}),
-                          old_pages=old.pages, new_pages=new.pages, prompt="v3",
+                          old_pages=old.pages, new_pages=new.pages, recorded_as=old.manifest,
                           claims_paths={"docs/models.md": "claims/models.json", "docs/retire.md": "claims/retire.json"},
                           rerecord_run="cassettes/v3-old-20261130")
     status = {c.id: c.status for c in report.claims}
     assert status == {"m-1": "value-changed", "m-2": "changed-quote-intact", "r-1": "changed-quote-intact"}
     assert report.at_risk == [{"file": "docs/models.md", "id": "m-1"}]
     assert report.rerecord_commands[0] == ("judge-replay judge --prompt v3 --claims claims/models.json "
-                                           "--run cassettes/v3-old-20261130 --mode record")
+                                           "--run cassettes/v3-old-20261130 --mode record --model claude-test")
     assert {p.state for p in report.pages} == {"changed"} and all(p.old_sha256 != p.new_sha256 for p in report.pages)
 
 
@@ -195,3 +196,54 @@ def test_values_behind_html_line_breaks_count_as_on_the_line():
     # the gpt-5.2 row states its context window as `400,000<br><br>Input: ...`
     d = drift_of(34, "gpt-5.2 2025-12-11 has a context window of 400,000 tokens.", "", verdict="source_silent")
     assert d.status == "value-changed" and d.new.startswith("| `gpt-5.2` (2025-12-11) |")
+
+
+RETIREMENTS = "foundry-openai-model-retirements.md"
+"""The real retirements page whose rows gained backticks (`Generally Available`) between the snapshots."""
+
+
+@pytest.mark.parametrize("claim, quote", [
+    ("o1 2024-12-17 retires on 2026-07-15.", "| `o1` | 2024-12-17 | Generally Available | 2025-12-17 | 2026-07-15 | `o3` |"),
+    ("o3-pro 2025-06-10 is Generally Available.", "o3-pro | 2025-06-10 | **Generally Available**"),
+])
+def test_a_line_changed_only_in_markdown_formatting_is_not_at_risk(claim, quote):
+    before, after = page("before", RETIREMENTS), page("after", RETIREMENTS)
+    row = next(line for line in before.text.splitlines() if quote.split("|")[1].strip(" `") in line)
+    assert row in after.text.replace("`Generally Available`", "Generally Available")  # formatting moved, no value
+    assert row not in after.text and quote not in after.text
+    d = claim_drift(ClaimEvidence("docs/x.md", "c", claim, before.url, "grounded", quote), before, after)
+    assert d.status == "changed-quote-intact" and "formatting" in (d.note or "")
+    report = drift_report(run="a", against="b", items=[ClaimEvidence("docs/x.md", "c", claim, before.url, "grounded",
+                                                                      quote)],
+                          old_pages={normalise_learn_url(before.url): before},
+                          new_pages={normalise_learn_url(after.url): after},
+                          recorded_as=RunManifest(run_id="a", prompt="v3", prompt_sha256="0" * 64, model="m",
+                                                  recorded_at="2026-01-01T00:00:00Z"),
+                          claims_paths={}, rerecord_run="a-2")
+    assert report.at_risk == [] and report.rerecord_commands == []
+
+
+def test_formatting_free_drops_backticks_emphasis_padding_and_keeps_words():
+    from replay._drift import formatting_free
+
+    assert formatting_free("|  `gpt_4o`  | **Generally  Available** | _new_ |") == "|gpt_4o|Generally Available|new|"
+    assert formatting_free("a ~~b~~ *c*") == "a b c"
+    # a real value change is still one
+    assert formatting_free("| `o1` | 2026-07-15 |") != formatting_free("| `o1` | 2026-07-16 |")
+
+
+def test_each_page_version_is_split_and_tokenised_once_whatever_the_number_of_claims(tmp_path):
+    from replay import _drift
+    from replay._drift_runs import drift_items
+
+    old, new = _runs(tmp_path)
+    kwargs = dict(run="a", against="b", items=drift_items(old, {}) * 20, old_pages=old.pages, new_pages=new.pages,
+                  recorded_as=old.manifest, claims_paths={}, rerecord_run="a-2")
+    _drift._lines.cache_clear()
+    _drift._page_tokens.cache_clear()
+    report = drift_report(**kwargs)
+    texts = {p.text for p in [*old.pages.values(), *new.pages.values()] if p.text is not None}
+    assert _drift._lines.cache_info().misses == len(texts) == 4
+    assert _drift._page_tokens.cache_info().misses <= len(texts)
+    _drift._lines.cache_clear()
+    assert drift_report(**kwargs).model_dump_json() == report.model_dump_json()  # cold or warm: the same report

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from factories import write_json, write_run
+from factories import parse_printed_command, write_json, write_run
 from replay._flip_inputs import explain_flips
 from replay._flips import prompt_changes
 from replay._page_diff import region_diff, side_by_side
@@ -222,10 +223,13 @@ def test_crossed_run_confirms_the_page_moved_it(tmp_path):
             claims=[MINI])
     report = explain_flips(a, b)
     assert report.flips[0].primary_cause == "prompt+page" and "confirmations" not in report.flips[0].evidence
-    # --confirm: the exact commands that would record the two missing combinations
+    # --confirm: the exact commands that would record the two missing combinations, as pasted here
+    claims_file = os.path.relpath(a.path / "claims" / "docs_azure-openai-models.md.yaml.json")
     assert report.confirm_commands[0] == (
-        f"judge-replay judge --prompt v2 --claims claims/docs_azure-openai-models.md.yaml.json "
-        f"--run {tmp_path}/runs/a-prompt-b-pages --mode record --pages-from {tmp_path}/runs/b")
+        f"judge-replay judge --prompt v2 --claims {claims_file} --run {tmp_path}/runs/a-prompt-b-pages "
+        f"--mode record --model claude-test --pages-from {tmp_path}/runs/b")
+    params = parse_printed_command(report.confirm_commands[0])
+    assert Path(params["claims"][0]).is_file() and Path(params["pages_from"]) == b.path
     assert "--prompt v3" in report.confirm_commands[1] and f"--pages-from {tmp_path}/runs/a" in report.confirm_commands[1]
 
     # A's prompt with B's pages gives B's verdict: the page moved it (found as a sibling folder)
@@ -320,3 +324,39 @@ def test_page_flip_summary_names_the_claims_row_before_and_after(tmp_path, n, cl
     b = run(tmp_path / "b", "v3", V3, [rb], {url: after}, claims=[item])
     [flip] = explain_flips(a, b).flips
     assert flip.primary_cause == "page" and expected in flip.summary
+
+
+def test_discovery_uses_only_siblings_that_hold_one_side_fixed_and_says_which_and_why(tmp_path):
+    c = change(1)
+    before, after = learn_page("before", c["file"]), learn_page("after", c["file"])
+    third = after.replace(c["after"], c["after"].replace("128,000", "256,000"))
+    runs = tmp_path / "runs"
+    a = run(runs / "a", "v2", V2, [result("models-010", "grounded")], {MODELS_URL: before}, claims=[MINI])
+    b = run(runs / "b", "v3", V3, [result("models-010", "not_grounded")], {MODELS_URL: after}, claims=[MINI])
+    # named to sort first: B's prompt on A's pages (a real controlled run, but the less telling one)
+    run(runs / "aaa-my-v3", "v3", V3, [result("models-010", "grounded")], {MODELS_URL: before}, claims=[MINI])
+    # A's prompt on a third version of the page: holds no side fixed
+    run(runs / "aab-third-pages", "v2", V2, [result("models-010", "grounded")], {MODELS_URL: third}, claims=[MINI])
+    # B's pages but a third prompt: holds no side fixed either
+    other = run(runs / "aac-other-prompt", "v1", load_prompt("v1").text, [result("models-010", "grounded")],
+                {MODELS_URL: after}, claims=[MINI])
+    manifest = json.loads((other.path / "run.json").read_text())
+    write_json(other.path / "run.json", {**manifest, "pages_from": str(b.path)})
+    run(runs / "z-a-prompt-b-pages", "v2", V2, [result("models-010", "not_grounded")], {MODELS_URL: after},
+        claims=[MINI])
+
+    report = explain_flips(a, b)
+    assert report.extra_runs == ["z-a-prompt-b-pages", "aaa-my-v3"]
+    flip = report.flips[0]
+    assert flip.evidence["confirmed_by"] == "z-a-prompt-b-pages" and flip.primary_cause == "page"
+    used = {c["run"]: c for c in report.controlled_runs}
+    assert used["z-a-prompt-b-pages"]["role"] == "A's prompt with B's pages"
+    assert used["aaa-my-v3"]["role"] == "B's prompt with A's pages"
+    assert used["aaa-my-v3"]["found"] == "sibling folder"
+    assert used["z-a-prompt-b-pages"]["why"].startswith("z-a-prompt-b-pages: A's prompt with B's pages for 1 flipped claim")
+
+    from replay._report_flips import render_html, render_markdown, render_text
+
+    for text in (render_text(report), render_markdown(report), render_html(report)):
+        assert "A&#x27;s prompt with B&#x27;s pages for 1" in text or "A's prompt with B's pages for 1" in text
+        assert "aab-third-pages" not in text and "aac-other-prompt" not in text

@@ -97,8 +97,9 @@ def test_adoption_gate_beyond_noise_holding_precision():
 def test_missing_results_count_as_wrong_in_the_pairing():
     gold = _gold(["outdated", "correct"])
     outcomes = paired_outcomes(_results(["not_grounded", None]), _results([None, "grounded"]), gold)
+    # no verdict on an outdated claim is an FN; on a correct claim it has no outcome (never TN); wrong either way
     assert [(o.baseline, o.candidate, o.baseline_correct, o.candidate_correct) for o in outcomes] == [
-        ("TP", "FN", True, False), ("TN", "TN", False, True)]
+        ("TP", "FN", True, False), (None, "TN", False, True)]
 
 
 def test_a_rejection_on_a_significantly_worse_metric_is_not_noise():

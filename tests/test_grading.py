@@ -51,11 +51,12 @@ CLAIMS = {
 
 
 def test_hand_computed_scores():
-    # By hand: TP = {a-1} = 1; FP = {a-4, a-6} = 2; FN = {a-2, b-1, b-2, b-3} = 4; TN = {a-3, a-5, b-4} = 3.
+    # By hand: TP = {a-1} = 1; FP = {a-4, a-6} = 2; FN = {a-2, b-1, b-2, b-3} = 4; TN = {a-3, a-5, b-4} = 3;
+    # no verdict = {b-2 (error), b-3 (no result)} = 2, both on outdated/wrong claims, so both are FN.
     # P = 1/(1+2) = 1/3; R = 1/(1+4) = 1/5; F1 = 2*1/(2*1+2+4) = 1/4 (= 2PR/(P+R) = (2/15)/(8/15));
     # accuracy: 3-class right = {a-1, a-3, a-5} = 3 of 10 graded gold items = 3/10.
     s = grade_results(RESULTS, GOLD, CLAIMS)
-    assert (s.tp, s.fp, s.fn, s.tn, s.graded) == (1, 2, 4, 3, 10)
+    assert (s.tp, s.fp, s.fn, s.tn, s.no_verdict, s.graded) == (1, 2, 4, 3, 2, 10)
     assert s.precision == 1 / 3 and s.recall == 1 / 5 and s.f1 == 1 / 4 and s.accuracy == 3 / 10
     assert s.confusion == {
         "grounded": {"grounded": 1, "not_grounded": 1, "source_silent": 1, "none": 0},        # a-3, a-4, b-4
@@ -83,10 +84,10 @@ def test_breakdowns_by_claim_type_and_mode():
     s = grade_results(RESULTS, GOLD, CLAIMS)
     t = s.by_claim_type
     assert sorted(t) == ["region", "sku", "status", "taxonomy", "tpm", "version"]
-    assert t["version"] == {"graded": 2, "tp": 1, "fp": 0, "fn": 0, "tn": 1,
+    assert t["version"] == {"graded": 2, "tp": 1, "fp": 0, "fn": 0, "tn": 1, "no_verdict": 0,
                             "precision": 1.0, "recall": 1.0, "f1": 1.0, "accuracy": 1.0}
     # region: a-5 TN (right), a-6 FP (wrong): P = 0/1, R undefined, F1 = 0/(0+1+0) = 0, accuracy 1/2
-    assert t["region"] == {"graded": 2, "tp": 0, "fp": 1, "fn": 0, "tn": 1,
+    assert t["region"] == {"graded": 2, "tp": 0, "fp": 1, "fn": 0, "tn": 1, "no_verdict": 0,
                            "precision": 0.0, "recall": None, "f1": 0.0, "accuracy": 0.5}
     assert t["taxonomy"]["fn"] == 1 and t["taxonomy"]["tn"] == 1 and t["taxonomy"]["precision"] is None
     m = s.by_mode
@@ -145,3 +146,23 @@ def test_adjudication_reads_the_run_cassettes(tmp_path):
     assert e1.claim == "GPT-4.1 offers a 200k+ token context window." and e1.reason == "states it"
     assert e2.page_region is None and e2.page_note == "the page could not be retrieved when the run was recorded"
     assert e3.page_region is None and e3.page_note == "run run recorded no fetch of this page"
+
+
+def test_counts_confusion_and_accuracy_agree_with_claims_without_a_verdict():
+    # c-2 and c-3 have no verdict on negative gold claims: in no binary cell, in the "none" column
+    gold = GoldSet.model_validate({"items": [
+        {"file": "c.md", "id": "c-1", "label": "correct"}, {"file": "c.md", "id": "c-2", "label": "correct"},
+        {"file": "c.md", "id": "c-3", "label": "unsourced"}, {"file": "c.md", "id": "c-4", "label": "wrong"}]})
+    results = ResultsFile.model_validate({"files": [{"file": "c.md", "error": "API error 500", "results": [
+        _result("c-1", "grounded"), _result("c-2", None, error="API error 500"),
+        _result("c-4", None, error="API error 500")]}]})
+    s = grade_results(results, gold)
+    # by hand: c-1 TN (right); c-2, c-3 no verdict, no outcome; c-4 no verdict -> FN. accuracy 1/4
+    assert (s.tp, s.fp, s.fn, s.tn, s.no_verdict, s.graded) == (0, 0, 1, 1, 3, 4)
+    assert s.accuracy == 1 / 4 and s.recall == 0.0 and s.precision is None
+    assert sum(row["none"] for row in s.confusion.values()) == s.no_verdict
+    assert sum(sum(row.values()) for row in s.confusion.values()) == s.graded
+    assert sum(s.confusion[v][v] for v in s.confusion) / s.graded == s.accuracy
+    by_id = {e.id: e for e in s.errors}
+    assert by_id["c-3"].judge_error == "no result for this claim (API error 500)" and by_id["c-3"].outcome is None
+    assert by_id["c-4"].outcome == "FN" and by_id["c-2"].judge_error == "API error 500"

@@ -256,3 +256,47 @@ def test_verdicts_from_answer_never_raises() -> None:
         assert [r.id for r in results] == ["m-1", "m-2", "m-3"] and all(r.error for r in results)
     results, _ = verdicts_from_answer('[{"id": "m-2", "judge_verdict": "grounded", "rule": null, "reason": 5}]', BATCH)
     assert (results[1].judge_verdict, results[1].rule, results[1].reason) == ("grounded", "", "5")
+
+
+def test_an_assistant_turn_goes_back_exactly_as_it_came(scripted: Any, learn_url: str) -> None:
+    """Thinking blocks (signed, or redacted), fields we do not know and nulls: the next request carries the
+    assistant turn exactly as the API sent it, as current models require."""
+    blocks = [
+        {"type": "thinking", "thinking": "I should read the models page.", "signature": "EqQBCkYIBRgCKkB+/sig=="},
+        {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIw=="},
+        {"type": "text", "text": "Let me check.", "citations": None},
+        {"type": "tool_use", "id": "toolu_0", "name": FETCH_TOOL, "input": {"url": MODELS_URL},
+         "caller": {"type": "direct"}},
+    ]
+    first = {**_message(blocks, "tool_use"),
+             "usage": {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 700,
+                       "cache_read_input_tokens": 0, "cache_creation": {"ephemeral_5m_input_tokens": 700}}}
+    final = {"file": BATCH.file, "results": [verdict(c.id, "source_silent") for c in BATCH.claims]}
+    last = {**answer(json.dumps(final))[1],
+            "usage": {"input_tokens": 20, "output_tokens": 7, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 700}}
+    model = scripted((200, first), (200, last))
+    result = run(model, learn_url)
+    assert model.requests[1]["messages"][1] == {"role": "assistant", "content": blocks}
+    assert "tool_choice" not in model.requests[0] and "tool_choice" not in model.requests[1]  # never forced
+    usage = result.usage.model_dump() if result.usage else {}
+    assert {name: usage[name] for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+                                           "cache_read_input_tokens")} == {
+        "input_tokens": 30, "output_tokens": 12, "cache_creation_input_tokens": 700, "cache_read_input_tokens": 700}
+
+
+def test_a_retired_model_is_an_error_the_user_understands(scripted: Any, learn_url: str) -> None:
+    gone = {"type": "error", "error": {"type": "not_found_error", "message": "model: claude-3-opus-20240229"},
+            "request_id": "req_1"}
+    result = run(scripted((404, gone)), learn_url)
+    assert result.error == ("the Anthropic API failed: the model 'claude-test' is not available to this key (retired, "
+                            "or an unknown name): choose a current model with --model (the default is the current "
+                            "Sonnet) (HTTP 404: not_found_error: model: claude-3-opus-20240229)")
+
+
+def test_an_answer_stopped_by_the_context_window_says_so(scripted: Any, learn_url: str) -> None:
+    model = scripted((200, _message([{"type": "text", "text": '{"results": [{"id": "m-1", "judge'}],
+                                    "model_context_window_exceeded")))
+    result = run(model, learn_url)
+    assert result.error is not None and result.error.startswith("the conversation outgrew the model's context window")
+    assert all(r.error == result.error for r in result.results)

@@ -145,6 +145,7 @@ class Wire:
             "rpc": body.get("method") if body else None,
             "id": body.get("id") if body else None,
             "session": response.request.headers.get("mcp-session-id"),
+            "protocol": response.request.headers.get("mcp-protocol-version"),
             "accept": response.request.headers.get("accept"),
             "status": response.status_code,
             "content_type": response.headers.get("content-type", ""),
@@ -267,8 +268,83 @@ def test_unreachable_endpoint_names_the_url() -> None:
 
 def test_http_error_is_a_learn_error(scripted: Any) -> None:
     server = scripted({"*": (500, "text/plain", "upstream exploded")})
+    waits: list[float] = []
     with pytest.raises(LearnError, match="answered initialize with HTTP 500: upstream exploded"):
+        LearnClient(server.url, sleep=waits.append).initialize()
+    assert waits == [0.5, 1.0, 2.0]  # retried three times, doubling, then given up
+
+
+def test_a_client_that_must_not_retry_gives_up_at_once(scripted: Any) -> None:
+    server = scripted({"*": (503, "text/plain", "busy")})
+    client = LearnClient(server.url, max_retries=0, sleep=lambda s: pytest.fail("replay never sleeps"))
+    with pytest.raises(LearnError, match="HTTP 503: busy"):
+        client.initialize()
+    assert client.retries == 0
+
+
+# --------------------------------------------------------------------------- the MCP protocol, as the spec asks
+
+
+def test_protocol_version_is_negotiated_sent_on_every_later_request_and_the_session_ended(
+        peer: tuple[Any, str], wire: Wire) -> None:
+    server, _ = peer
+    client = LearnClient(server.url, http=wire.http)
+    client.fetch(MODELS_URL)
+    assert client.protocol_version == "2025-06-18"  # the newest we ask for, and every peer speaks it
+    session = client.session_id
+    client.close()
+    assert [(e["method"], e["rpc"], e["protocol"]) for e in wire.exchanges] == [
+        ("POST", "initialize", None), ("POST", "notifications/initialized", "2025-06-18"),
+        ("POST", "tools/call", "2025-06-18"), ("DELETE", None, "2025-06-18")]
+    assert wire.exchanges[-1]["session"] == session and wire.exchanges[-1]["status"] in (200, 202, 204, 405)
+
+
+def test_an_older_protocol_version_we_speak_is_accepted(scripted: Any) -> None:
+    server = scripted({"*": INIT_OK})  # answers 2025-03-26
+    client = LearnClient(server.url)
+    client.initialize()
+    assert client.protocol_version == "2025-03-26"
+
+
+def test_a_protocol_version_we_do_not_speak_is_refused(scripted: Any) -> None:
+    init = {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2099-01-01", "serverInfo": {"name": "x"}}}
+    server = scripted({"*": (200, "application/json", json.dumps(init))})
+    with pytest.raises(LearnError, match="speaks MCP protocol version '2099-01-01', which judge-replay does not "
+                                         r"\(it speaks 2025-06-18, 2025-03-26\)"):
         LearnClient(server.url).initialize()
+
+
+def test_a_transient_failure_is_retried_after_the_servers_retry_after(pages_dir: Path, wire: Wire) -> None:
+    from replay._sim import start_learn
+
+    waits: list[float] = []
+    with start_learn(pages_dir, fail_first=2, fail_status=429) as server:
+        client = LearnClient(server.url, http=wire.http, sleep=waits.append)
+        page = client.fetch(MODELS_URL)
+    assert page.text is not None and client.retries == 2 and waits == [0.0, 0.0]  # retry-after: 0
+    assert [(e["rpc"], e["status"]) for e in wire.exchanges] == [
+        ("initialize", 200), ("notifications/initialized", 202), ("tools/call", 429), ("tools/call", 429),
+        ("tools/call", 200)]
+    assert len({e["id"] for e in wire.exchanges[2:]}) == 1  # the same request again
+
+
+def test_no_page_is_decided_in_one_place() -> None:
+    from replay._mcp import NOT_LEARN_REFUSAL, is_missing_page
+
+    assert is_missing_page(NOT_LEARN_REFUSAL)
+    assert is_missing_page(missing_page_text("https://learn.microsoft.com/x"))
+    assert is_missing_page("") and is_missing_page("  \n")
+    assert is_missing_page("# A page", is_error=True)
+    assert not is_missing_page("# Azure OpenAI models\n\nThe provided URL field is documented below.")
+
+
+def test_a_refused_url_is_no_page(scripted: Any) -> None:
+    from replay._mcp import NOT_LEARN_REFUSAL
+
+    reply = {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": NOT_LEARN_REFUSAL}]}}
+    server = scripted({"initialize": INIT_OK, "*": (200, "application/json", json.dumps(reply))})
+    page = LearnClient(server.url).fetch("https://azure.microsoft.com/pricing/details/cognitive-services/openai-service/")
+    assert page.missing and page.text is None and page.raw == NOT_LEARN_REFUSAL
 
 
 def test_malformed_reply_is_a_learn_error(scripted: Any) -> None:
@@ -302,3 +378,40 @@ def test_a_replay_error_from_the_transport_is_never_swallowed() -> None:
     with pytest.raises(CassetteMiss) as caught:
         client.fetch(MODELS_URL)
     assert caught.value is miss
+
+
+def test_a_reset_connection_is_retried() -> None:
+    """The first request's connection closes with no answer (as a CDN edge can): the same request again."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            seen.append(body.get("method"))
+            if len(seen) == 1:
+                self.close_connection = True  # hang up without a reply
+                return
+            reply = json.dumps({"jsonrpc": "2.0", "id": body.get("id"), "result": {
+                "protocolVersion": "2025-06-18", "serverInfo": {"name": "x"}}}).encode()
+            self.send_response(200 if "id" in body else 202)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    waits: list[float] = []
+    try:
+        client = LearnClient(f"http://127.0.0.1:{server.server_address[1]}/api/mcp", sleep=waits.append)
+        client.initialize()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == ["initialize", "initialize", "notifications/initialized"] and waits == [0.5]
+    assert client.retries == 1

@@ -7,7 +7,7 @@ import pytest
 
 from factories import write_run
 from replay._errors import UsageError
-from replay._pagestore import PageStore, cassettes_root, store_folder
+from replay._pagestore import PageStore, cassettes_root, open_indexed_store, store_folder
 from replay._runs import Run
 from replay._text import sha256_text
 
@@ -42,12 +42,25 @@ def test_store_persists_and_text_is_content_addressed(tmp_path):
         assert store.text(sha) == V1 and version.runs == ("manual", "other") and store.urls() == [URL]
 
 
-def test_reindexing_a_re_recorded_run_forgets_what_it_read_before(tmp_path):
+def test_a_re_recorded_run_keeps_the_versions_it_read_before(tmp_path):
     with PageStore(tmp_path / "store") as store:
         store.index_run(run_reading(tmp_path / "r1", V1, "2026-01-01T00:00:00Z"))
         store.index_run(run_reading(tmp_path / "r1", V2, "2026-01-05T00:00:00Z"))  # re-recorded in place
-        [version] = store.versions(URL)
-    assert version.sha256 == sha256_text(V2) and version.runs == ("r1",)
+        old, new = store.versions(URL)
+    assert (old.sha256, old.runs, old.last_seen) == (sha256_text(V1), ("r1",), "2026-01-01T00:00:00Z")
+    assert (new.sha256, new.runs, new.first_seen) == (sha256_text(V2), ("r1",), "2026-01-05T00:00:00Z")
+
+
+def test_two_runs_with_one_folder_name_in_two_places_are_two_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    here = run_reading(tmp_path / "cassettes" / "v3", V1, "2026-01-01T00:00:00Z")
+    there = run_reading(tmp_path / "elsewhere" / "v3", V2, "2026-02-01T00:00:00Z")
+    with PageStore(tmp_path / "store") as store:
+        assert store.index_runs([here, there]) == 2
+        assert store.index_runs([here, there]) == 0
+        first, second = store.versions(URL)
+    assert (first.sha256, first.runs) == (sha256_text(V1), ("cassettes/v3",))
+    assert (second.sha256, second.runs) == (sha256_text(V2), ("elsewhere/v3",))
 
 
 def test_missing_page_is_a_version_without_text(tmp_path):
@@ -87,15 +100,49 @@ def test_index_reads_the_manifest_bytes_not_the_folder_name(tmp_path):
         assert store.index_run(Run(run.path))  # changed run.json: indexed again
 
 
-def test_a_deleted_run_is_forgotten(tmp_path):
+def test_a_deleted_run_keeps_its_versions(tmp_path):
     import shutil
 
     keep = run_reading(tmp_path / "runs" / "keep", V1, "2026-01-01T00:00:00Z")
     gone = run_reading(tmp_path / "runs" / "gone", V2, "2026-02-01T00:00:00Z")
     with PageStore(tmp_path / "store") as store:
         store.index_runs([keep, gone])
-        assert [v.runs for v in store.versions(URL)] == [("keep",), ("gone",)]
         shutil.rmtree(gone.path)
-        assert store.prune_missing_runs() == 1
-        assert [v.runs for v in store.versions(URL)] == [("keep",)]
-        assert store.prune_missing_runs() == 0
+    with open_indexed_store(tmp_path / "store", tmp_path / "runs") as store:
+        assert [(v.sha256, v.runs) for v in store.versions(URL)] == [(sha256_text(V1), ("keep",)),
+                                                                       (sha256_text(V2), ("gone",))]
+        assert store.text(sha256_text(V2)) == V2
+
+
+def test_stand_in_runs_are_named_per_version(tmp_path):
+    run = run_reading(tmp_path / "r1", V1, "2026-01-01T00:00:00Z")
+    manifest = json.loads((run.path / "run.json").read_text())
+    (run.path / "run.json").write_text(json.dumps({**manifest, "stand_ins": ["learn", "model"]}))
+    real = run_reading(tmp_path / "r2", V1, "2026-01-02T00:00:00Z")
+    with PageStore(tmp_path / "store") as store:
+        store.index_runs([Run(run.path), real])
+        [version] = store.versions(URL)
+    assert version.runs == ("r1", "r2") and version.stand_in_runs == ("r1",)
+
+
+def test_a_store_written_before_runs_were_keyed_by_place_still_reads(tmp_path):
+    run = run_reading(tmp_path / "r1", V1, "2026-01-01T00:00:00Z")
+    with PageStore(tmp_path / "store") as store:
+        store.add(URL, V1, "2026-01-01T00:00:00Z", "r1")  # the old layout: a run by its folder name
+        store.add(URL, V2, "2025-12-01T00:00:00Z", "r0")
+        store.index_run(run)
+        old, new = store.versions(URL)
+    assert (old.sha256, old.runs) == (sha256_text(V2), ("r0",))
+    assert (new.sha256, new.runs) == (sha256_text(V1), ("r1",))
+
+
+def test_a_file_or_a_garbage_folder_for_a_store_is_bad_input_naming_it(tmp_path):
+    from replay._errors import InputError
+
+    (tmp_path / "file").write_text("{}")
+    with pytest.raises(InputError, match="is a file, not a page store folder"):
+        PageStore(tmp_path / "file")
+    (tmp_path / "garbage").mkdir()
+    (tmp_path / "garbage" / "cache.db").write_bytes(b"\x00\xff" * 64)
+    with pytest.raises(InputError, match="garbage: not a page store"):
+        PageStore(tmp_path / "garbage")

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from factories import closed_port_url, write_json
@@ -89,7 +90,8 @@ def test_record_writes_the_run_folder(workdir: Path, stand_ins: tuple[Any, Any])
     assert (m.run_id, m.prompt, m.mode, m.model) == ("r1", "v3", "record", "claude-test")
     assert m.prompt_sha256 == results.prompt_sha256 and run.prompt_text is not None
     assert m.recorded_at.endswith("Z") and m.recorded_at == results.recorded_at
-    assert m.stand_ins == ["learn", "model"] and m.learn_url == stand_ins[0].url
+    assert m.stand_ins == ["learn", "model"] and m.learn_url == "http://127.0.0.1:8931/api/mcp"  # canonical
+    assert m.anthropic_base_url == "http://127.0.0.1:8932" and results.stand_ins == ["learn", "model"]
     assert set(m.versions) == {"python", "judge-replay", "anthropic", "httpx", "httpx2", "vcrpy"}
     assert [(c.file, c.path, c.cassette) for c in m.claims] == [
         ("docs/models.md", "claims/a-models.json", cassette_name("docs/models.md")),
@@ -195,7 +197,9 @@ ORG_ID = "1b5e2c3d-aa1a-4bbb-8ccc-0123456789ab"
 
 
 class _RejectingModel(BaseHTTPRequestHandler):
-    """A Messages API that refuses every key, echoing it and the org id (as real error bodies can)."""
+    """A Messages API that counts tokens for anyone, answers `{"results": []}` to most conversations and
+    refuses the key in the conversation about docs/quotas.md, echoing it and the org id (as real error
+    bodies can)."""
 
     protocol_version = "HTTP/1.1"
 
@@ -203,12 +207,21 @@ class _RejectingModel(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length") or 0))
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         request_id = f"req_{uuid.uuid4().hex}"
-        message = f"invalid key {self.headers.get('authorization')} for organization {ORG_ID}"
-        body = json.dumps({"type": "error", "error": {"type": "authentication_error", "message": message},
-                           "request_id": request_id}).encode()
-        self.send_response(401)
+        status = 200
+        if self.path.endswith("/count_tokens"):
+            body = json.dumps({"input_tokens": 5}).encode()
+        elif b"docs/quotas.md" not in raw:
+            body = json.dumps({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+                               "content": [{"type": "text", "text": '{"results": []}'}], "stop_reason": "end_turn",
+                               "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 2}}).encode()
+        else:
+            status = 401
+            message = f"invalid key {self.headers.get('authorization')} for organization {ORG_ID}"
+            body = json.dumps({"type": "error", "error": {"type": "authentication_error", "message": message},
+                               "request_id": request_id}).encode()
+        self.send_response(status)
         for name, value in {"content-type": "application/json", "request-id": request_id,
                             "anthropic-organization-id": ORG_ID, "content-length": str(len(body))}.items():
             self.send_header(name, value)
@@ -225,14 +238,17 @@ def test_a_final_api_error_keeps_no_secret_and_replays_exactly(workdir: Path, st
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _RejectingModel)
     threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
-        results = run_judge("v3", ["claims/b-quotas.json"], "runs/denied", "record", model="claude-test",
+        results = run_judge("v3", ["claims/a-models.json", "claims/b-quotas.json"], "runs/denied", "record",
+                            model="claude-test",
                             learn_url=learn.url, anthropic_base_url=f"http://127.0.0.1:{httpd.server_address[1]}",
                             api_key=CANARY, progress=False)
     finally:
         httpd.shutdown()
         httpd.server_close()
-    assert results.files[0].error == ("the Anthropic API failed: HTTP 401: authentication_error: invalid key "
-                                      "Bearer sk-ant-REDACTED for organization REDACTED")
+    assert results.files[0].error is None
+    error = results.files[1].error or ""
+    # as the cassette keeps the body: the key and the credential headers' values (the org id) removed
+    assert error == "the Anthropic API failed: HTTP 401: authentication_error: invalid key REDACTED for organization REDACTED"
     folder = workdir / "runs" / "denied"
     text = run_folder_text(folder)
     assert CANARY not in text and ORG_ID not in text  # results.json included
@@ -273,3 +289,148 @@ def test_a_recording_fills_the_projects_page_store(workdir: Path, stand_ins: tup
     with PageStore(workdir / ".judge-replay" / "pages") as store:
         (version,) = store.versions(MODELS_URL)
     assert version.runs == ("r1",) and version.sha256 == Run(workdir / "runs" / "r1").page(MODELS_URL).sha256
+
+
+# --------------------------------------------------------------------------- real services: retries, refusals, models
+
+
+def test_a_transient_learn_failure_is_retried_and_not_kept(workdir: Path) -> None:
+    with start_learn(workdir / "pages", fail_first=1, fail_status=503) as learn, start_model() as model:
+        results = record((learn, model))
+    assert verdicts(results) == EXPECTED_V3
+    run = Run(workdir / "runs" / "r1")
+    assert run.manifest.stats.learn_retries == 1 and run.manifest.stats.retries_dropped >= 1
+    assert all(" 503" not in (run.path / c.cassette).read_text() for c in run.manifest.claims)
+    assert verify_run(run.path).problems == []  # replay never meets the failure, nor sleeps
+
+
+def test_a_url_outside_learn_is_no_page(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    pricing = "https://azure.microsoft.com/pricing/details/cognitive-services/openai-service/"
+    write_json(workdir / "claims2" / "p.json", {"file": "docs/pricing.md", "claims": [
+        {"id": "p-1", "claim": "Hourly PTU pricing for gpt-4o is $1.", "claim_type": "sku", "evidence_url": pricing}]})
+    results = run_judge("v3", ["claims2"], "runs/p", "record", model="claude-test", learn_url=stand_ins[0].url,
+                        anthropic_base_url=stand_ins[1].url, progress=False)
+    (call,) = [c for c in results.files[0].tool_calls or [] if c.url == pricing]
+    assert call.page_sha256 is None and call.error is None
+    assert results.files[0].results[0].quote_verified is not True
+    run = Run(workdir / "runs" / "p")
+    page = run.page(pricing)
+    assert page is None or (page.sha256 is None and page.text is None)
+    assert verify_run(run.path).problems == []
+
+
+def test_thinking_blocks_go_back_unchanged(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    """The model stand-in answers with signed thinking blocks and refuses a conversation that alters
+    or drops them: a recording that completes sent every one back as it came."""
+    results = record(stand_ins)
+    assert verdicts(results) == EXPECTED_V3
+    run = Run(workdir / "runs" / "r1")
+    sent_back = [block for it in run.interactions("docs/models.md") if it.uri.endswith("/v1/messages")
+                 for message in json.loads(it.request_body or "{}")["messages"] if message["role"] == "assistant"
+                 for block in message["content"] if block["type"] == "thinking"]
+    assert sent_back and all(block["signature"] for block in sent_back)
+
+
+def test_usage_keeps_cache_tokens_beside_input_and_output(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    results = record(stand_ins)
+    usage = [f.usage for f in results.files if f.usage]
+    stats = Run(workdir / "runs" / "r1").manifest.stats
+    for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        assert getattr(stats, name) == sum(getattr(u, name) for u in usage)
+    assert stats.output_tokens > 0
+
+
+def test_a_context_window_overflow_is_a_file_error_that_says_so(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    from replay._sim.model import CONTEXT_EXCEEDED_MARKER
+
+    write_json(workdir / "claims2" / "x.json", {"file": "docs/x.md", "claims": [
+        {"id": "x-1", "claim": f"gpt-4o has a 128,000 token context window. {CONTEXT_EXCEEDED_MARKER}",
+         "claim_type": "version", "evidence_url": MODELS_URL}]})
+    results = run_judge("v3", ["claims/b-quotas.json", "claims2"], "runs/x", "record", model="claude-test",
+                        learn_url=stand_ins[0].url, anthropic_base_url=stand_ins[1].url, progress=False)
+    error = results.files[1].error or ""
+    assert error.startswith("the conversation outgrew the model's context window") and "not JSON" not in error
+
+
+def test_a_retired_model_is_explained_and_no_run_is_written(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    from replay._errors import RecordingFailed
+
+    with pytest.raises(RecordingFailed) as caught:
+        record(stand_ins, model="claude-2.1")
+    message = str(caught.value)
+    assert "every conversation failed (3 of 3 claims files), so no run was written" in message
+    assert "the model 'claude-2.1' is not available to this key (retired, or an unknown name)" in message
+    assert "to try again: judge-replay judge --prompt v3" in message
+    assert not (workdir / "runs" / "r1").exists()
+
+
+def test_only_the_failed_files_are_recorded_again(workdir: Path, stand_ins: tuple[Any, Any], capsys: Any) -> None:
+    """A Learn endpoint that fails every call about quotas: that file fails, the run is kept, the CLI exits
+    1 and prints the command that re-records just that file; run against working Learn, the command
+    records it and keeps the others byte for byte."""
+    from factories import LocalServer
+    from replay._cli.main import main
+
+    learn, model = stand_ins
+
+    def quotas_down(body: Any) -> tuple[int, dict[str, str], bytes]:
+        if body is None or "id" not in body:
+            return 202, {}, b""
+        if "quota" in json.dumps(body).lower():
+            return 502, {"content-type": "text/plain", "retry-after": "0"}, b"bad gateway"
+        reply = httpx.post(learn.url, json=body, headers={"accept": "application/json, text/event-stream"})
+        return reply.status_code, {"content-type": reply.headers["content-type"]}, reply.content
+
+    broken = LocalServer(quotas_down, "/api/mcp")
+    try:
+        code = main(["judge", "--prompt", "v3", "--claims", "claims", "--run", "runs/r", "--mode", "record",
+                     "--learn-url", broken.url, "--anthropic-base-url", model.url, "--model", "claude-test",
+                     "--no-progress"])
+    finally:
+        broken.stop()
+    out, err = capsys.readouterr()
+    assert code == 1
+    run = workdir / "runs" / "r"
+    assert [f.file for f in load_results(run).files if f.error] == ["docs/quotas.md"]
+    assert "1 of 3 claims files failed (claims/b-quotas.json); the run keeps what was recorded." in err
+    command = err.strip().splitlines()[-1].strip()
+    assert command.startswith("judge-replay judge --prompt v3 --claims ") and command.endswith(" --retry-failed")
+    assert f"--learn-url {broken.url}" in command  # as recorded: the endpoint the user gave
+    kept = {p.name: p.read_bytes() for p in run.glob("*.yaml") if "quotas" not in p.name}
+    args = command.split()[1:]
+    args[args.index("--learn-url") + 1] = learn.url  # Learn is back
+    assert main(args + ["--no-progress"]) == 0
+    capsys.readouterr()
+    assert {p.name: p.read_bytes() for p in run.glob("*.yaml") if "quotas" not in p.name} == kept
+    assert verdicts(load_results(run)) == EXPECTED_V3
+    assert verify_run(run).problems == []
+
+
+def test_a_bad_source_date_epoch_stops_before_any_call(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
+    with start_model() as model, pytest.raises(UsageError, match="SOURCE_DATE_EPOCH must be whole seconds"):
+        run_judge("v3", ["claims"], "runs/r", "record", model="m", learn_url=closed_port_url(),
+                  anthropic_base_url=model.url, progress=False)
+    assert model.requests == [] and not (workdir / "runs").exists()
+
+
+def test_a_refused_key_stops_before_any_paid_call(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    from factories import LocalServer
+
+    asked: list[Any] = []
+
+    def refuse(body: Any) -> tuple[int, dict[str, str], bytes]:
+        asked.append(body)
+        return 401, {"content-type": "application/json"}, json.dumps(
+            {"type": "error", "error": {"type": "authentication_error", "message": f"bad key {CANARY}"}}).encode()
+
+    api = LocalServer(refuse)
+    try:
+        with pytest.raises(UsageError) as caught:
+            run_judge("v3", ["claims"], "runs/r", "record", model="m", learn_url=stand_ins[0].url,
+                      anthropic_base_url=api.url, api_key=CANARY, progress=False)
+    finally:
+        api.stop()
+    assert str(caught.value) == f"the Anthropic API at {api.url} refused the key (HTTP 401): check ANTHROPIC_API_KEY"
+    assert len(asked) == 1 and "max_tokens" not in asked[0]  # one token count, no message
+    assert not (workdir / "runs").exists()

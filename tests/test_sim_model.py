@@ -13,7 +13,9 @@ from replay._cli.main import main
 from replay._mcp import SESSION_HEADER, parse_jsonrpc_reply, tool_result_text
 from replay._prompts import load_prompt
 from replay._records import ClaimsBatch
+from replay._commands import MODEL_STAND_IN_PORT
 from replay._sim import start_learn, start_model
+from replay._sim.model import CONTEXT_EXCEEDED_MARKER
 
 MODELS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
 QUOTAS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
@@ -73,9 +75,10 @@ class LearnCaller:
 
 
 def judge(client: anthropic.Anthropic, learn_url: str, prompt: str, *, model: str = "stand-in",
-          system: bool = False) -> tuple[dict, list]:
-    """A tiny judge loop: call the model, run its tool calls, feed the results back, until it answers."""
-    rendered = load_prompt(prompt).render(BATCH)
+          system: bool = False, batch: ClaimsBatch = BATCH) -> tuple[dict, list]:
+    """A tiny judge loop: call the model, run its tool calls, feed the results back (the assistant turn
+    unchanged, thinking blocks included), until it answers."""
+    rendered = load_prompt(prompt).render(batch)
     extra = {"system": rendered} if system else {}
     messages: list[dict] = [{"role": "user", "content": "Judge the batch." if system else rendered}]
     learn = LearnCaller(learn_url)
@@ -89,7 +92,15 @@ def judge(client: anthropic.Anthropic, learn_url: str, prompt: str, *, model: st
         messages.append({"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": b.id, "content": [{"type": "text", "text": learn.call(b.name, b.input)}]}
             for b in response.content if b.type == "tool_use"]})
-    return json.loads(response.content[0].text), responses
+    return json.loads(answer_text(response)), responses
+
+
+def answer_text(response) -> str:
+    return "".join(b.text for b in response.content if b.type == "text")
+
+
+def tool_uses(response) -> list:
+    return [b for b in response.content if b.type == "tool_use"]
 
 
 @pytest.fixture(scope="module")
@@ -118,19 +129,23 @@ def test_full_tool_loop_with_the_real_sdk(stand_ins, client):
     assert verdict_table(answer) == EXPECTED
     assert all(r["reason"].startswith("stand-in policy:") for r in answer["results"])
     assert [r.stop_reason for r in responses] == ["tool_use", "tool_use", "end_turn"]
-    first = [(b.name, b.input) for b in responses[0].content]
+    first = [(b.name, b.input) for b in tool_uses(responses[0])]
     assert first == [  # one fetch per distinct URL (the locale variant is the same page), one search per URL-less claim
         ("microsoft_docs_fetch", {"url": MODELS_URL}),
         ("microsoft_docs_search", {"query": SEARCHED_CLAIM}),
         ("microsoft_docs_fetch", {"url": GONE_URL}),
         ("microsoft_docs_search", {"query": "Zebras prefer quiet meadows."}),
     ]
-    assert [(b.name, b.input) for b in responses[1].content] == [("microsoft_docs_fetch", {"url": QUOTAS_URL})]
+    assert [(b.name, b.input) for b in tool_uses(responses[1])] == [("microsoft_docs_fetch", {"url": QUOTAS_URL})]
+    # like current models, every answer starts with a signed thinking block (sent back unchanged by `judge`)
+    assert [[b.type for b in r.content][:1] for r in responses] == [["thinking"]] * 3
+    assert all(r.content[0].signature and r.content[0].thinking for r in responses)
     final = responses[-1]
     assert final.id.startswith("msg_") and final.model == "stand-in" and final.role == "assistant"
     assert final.usage.input_tokens > 0 and final.usage.output_tokens > 0
     assert final.usage.service_tier == "standard" and final.usage.cache_read_input_tokens == 0
-    assert all(b.id.startswith("toolu_") for r in responses[:2] for b in r.content)
+    assert final.usage.cache_creation_input_tokens == 0
+    assert all(b.id.startswith("toolu_") for r in responses[:2] for b in tool_uses(r))
 
 
 def test_verdicts_follow_the_prompt(stand_ins, client):
@@ -151,7 +166,7 @@ def test_identical_runs_give_identical_traffic(stand_ins, client):
     assert [r.model_dump() for r in first] == [r.model_dump() for r in second]
     assert [r._request_id for r in first] == [r._request_id for r in second]
     assert all(r._request_id.startswith("req_") for r in first)
-    assert len({b.id for r in first[:2] for b in r.content}) == 5  # ids differ within and across turns
+    assert len({b.id for r in first[:2] for b in tool_uses(r)}) == 5  # ids differ within and across turns
 
 
 def test_flaky_model_fails_each_request_once_and_the_sdk_retries(stand_ins):
@@ -198,6 +213,95 @@ def test_raw_response_headers(stand_ins, client):
     assert body["stop_sequence"] is None and body["type"] == "message"
 
 
+def first_turns(client: anthropic.Anthropic, learn_url: str, model: str = "stand-in") -> list:
+    """The messages after one tool round: the prompt, the assistant turn as returned, its tool results."""
+    messages: list[dict] = [{"role": "user", "content": load_prompt("v3").render(BATCH)}]
+    response = client.messages.create(model=model, max_tokens=4096, messages=messages, tools=TOOLS)
+    learn = LearnCaller(learn_url)
+    messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in response.content]})
+    messages.append({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": b.id, "content": learn.call(b.name, b.input)} for b in tool_uses(response)]})
+    return messages
+
+
+def test_thinking_blocks_must_come_back_unchanged(stand_ins, client):
+    messages = first_turns(client, stand_ins[0].url)
+    assert client.messages.create(model="stand-in", max_tokens=4096, messages=messages, tools=TOOLS).stop_reason == "tool_use"
+
+    changed = json.loads(json.dumps(messages))
+    changed[1]["content"][0]["thinking"] += " (edited)"
+    with pytest.raises(anthropic.BadRequestError) as err:
+        client.messages.create(model="stand-in", max_tokens=4096, messages=changed, tools=TOOLS)
+    assert err.value.body["error"] == {"type": "invalid_request_error",
+                                       "message": "messages.1.content.0: Invalid `signature` in `thinking` block"}
+
+    dropped = json.loads(json.dumps(messages))
+    del dropped[1]["content"][0]
+    with pytest.raises(anthropic.BadRequestError, match=r"messages\.1\.content\.0\.type: Expected `thinking` or "
+                       r"`redacted_thinking`, but found `tool_use`"):
+        client.messages.create(model="stand-in", max_tokens=4096, messages=dropped, tools=TOOLS)
+
+    # thinking blocks are bound to the model: another model rejects them
+    with pytest.raises(anthropic.BadRequestError, match="Invalid `signature`"):
+        client.messages.create(model="claude-other", max_tokens=4096, messages=messages, tools=TOOLS)
+
+
+def test_forced_tool_use_is_an_error_for_a_thinking_model(stand_ins, client):
+    request = {"model": "stand-in", "max_tokens": 10, "tools": TOOLS,
+               "messages": [{"role": "user", "content": load_prompt("v3").render(BATCH)}]}
+    for choice in ({"type": "any"}, {"type": "tool", "name": "microsoft_docs_fetch"}):
+        with pytest.raises(anthropic.BadRequestError) as err:
+            client.messages.create(**request, tool_choice=choice)
+        assert err.value.body["error"]["message"] == "Thinking may not be enabled when tool_choice forces tool use."
+    assert client.messages.create(**request, tool_choice={"type": "auto"}).stop_reason == "tool_use"
+
+
+def test_the_old_shape_without_thinking(tmp_path):
+    for name, text in PAGES.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    with start_learn(tmp_path) as learn, start_model(thinking=False) as model:
+        sdk = anthropic.Anthropic(base_url=model.url, api_key="test-key", max_retries=0)
+        answer, responses = judge(sdk, learn.url, "v3")
+        assert verdict_table(answer) == EXPECTED
+        assert [[b.type for b in r.content] for r in responses] == [["tool_use"] * 4, ["tool_use"], ["text"]]
+        forced = sdk.messages.create(model="stand-in", max_tokens=10, tools=TOOLS, tool_choice={"type": "any"},
+                                     messages=[{"role": "user", "content": load_prompt("v3").render(BATCH)}])
+        assert forced.stop_reason == "tool_use"
+
+
+@pytest.mark.parametrize("model", ["claude-3-opus-20240229", "claude-3-5-sonnet-20241022", "stand-in-retired"])
+def test_a_retired_model_is_the_apis_404(stand_ins, client, model):
+    with pytest.raises(anthropic.NotFoundError) as err:
+        client.messages.create(model=model, max_tokens=10,
+                               messages=[{"role": "user", "content": load_prompt("v3").render(BATCH)}])
+    assert err.value.status_code == 404
+    assert err.value.body["error"] == {"type": "not_found_error", "message": f"model: {model}"}
+
+
+def test_context_window_exceeded_on_purpose(stand_ins, client):
+    claims = [*BATCH.claims[:1], {"id": "m-9", "claim": f"{CONTEXT_EXCEEDED_MARKER} gpt-4.1 exists.",
+                                   "claim_type": "status", "evidence_url": MODELS_URL}]
+    batch = ClaimsBatch(file=BATCH.file, claims=claims)
+    messages: list[dict] = [{"role": "user", "content": load_prompt("v3").render(batch)}]
+    learn = LearnCaller(stand_ins[0].url)
+    for _ in range(3):
+        response = client.messages.create(model="stand-in", max_tokens=4096, messages=messages, tools=TOOLS)
+        if response.stop_reason != "tool_use":
+            break
+        messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in response.content]})
+        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": b.id,
+                                                      "content": learn.call(b.name, b.input)} for b in tool_uses(response)]})
+    assert response.stop_reason == "model_context_window_exceeded"
+    text = answer_text(response)
+    assert text.startswith('{"file":') and not text.endswith("}")
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text)
+    # the same batch without the marker ends normally
+    plain = ClaimsBatch(file=BATCH.file, claims=[*BATCH.claims[:1], {**claims[1], "claim": "gpt-4.1 exists."}])
+    answer, responses = judge(client, stand_ins[0].url, "v3", batch=plain)
+    assert responses[-1].stop_reason == "end_turn" and len(answer["results"]) == 2
+
+
 CLI = [sys.executable, "-c", "from replay._cli.main import main; import sys; sys.exit(main())"]
 
 
@@ -220,4 +324,28 @@ def test_cli_serves_until_sigint():
 
 def test_cli_port_in_use_is_a_usage_error(stand_ins, capsys):
     assert main(["sim", "model", "--port", str(stand_ins[1].port)]) == 2
-    assert "cannot listen on 127.0.0.1" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{stand_ins[1].port}" in err and "--port" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_cli_defaults_to_the_port_stored_runs_name():
+    from replay._cli.sim import command
+    port = next(p for p in command.commands["model"].params if p.name == "port")
+    assert port.default == MODEL_STAND_IN_PORT == 8932
+
+
+def test_cli_logs_requests_only_when_verbose():
+    for flags, lines in (([], 0), (["--verbose"], 1)):
+        proc = subprocess.Popen([*CLI, "sim", "model", "--port", "0", *flags], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            url = proc.stdout.readline().strip()
+            proc.stdout.readline()
+            assert httpx.get(f"{url}/v1/models").status_code == 404
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=10)
+        logged = [line for line in err.splitlines() if line.startswith("model stand-in:")]
+        assert len(logged) == lines, err
+        assert err.strip().splitlines()[-1] == "judge-replay Messages API stand-in stopped."

@@ -3,7 +3,7 @@
 import pytest
 
 from replay._prompts import load_prompt
-from replay._sim.policy import judge_claim, prompt_headings
+from replay._sim.policy import is_magnitude, judge_claim, prompt_headings
 
 V1, V2, V3 = (load_prompt(name).text for name in ("v1", "v2", "v3"))
 
@@ -172,3 +172,57 @@ def test_r7_without_r7_heading_keeps_the_tilde_token():
     claim = {"claim": "Zone-redundant deployments fail over automatically (~15 min).", "claim_type": "taxonomy"}
     page_with_token = PAGE + "Failover takes ~15 min for zone-redundant deployments.\n"
     assert judge_claim(claim, page_with_token, V2)["judge_verdict"] == "grounded"
+
+
+RETIREMENTS = """# Model retirements
+
+gpt-4o (2024-11-20) retires on March 31, 2027; its context window holds 128,000 tokens.
+gpt-35-turbo (0125) retires on March 31, 2025; its context window holds 16,385 tokens.
+"""
+GPT4O_LINE = "gpt-4o (2024-11-20) retires on March 31, 2027; its context window holds 128,000 tokens."
+TURBO_LINE = "gpt-35-turbo (0125) retires on March 31, 2025; its context window holds 16,385 tokens."
+
+
+def test_r5_never_treats_a_year_as_within_10_percent():
+    # the page gives the year before (2025) on the model's own line, and 2027 (within 10% of 2026 as a
+    # magnitude) on another model's line: neither is "equivalent" to 2026
+    claim = {"claim": "gpt-35-turbo retires on March 31, 2026.", "claim_type": "status"}
+    verdict = judge_claim(claim, RETIREMENTS, V3)
+    assert (verdict["judge_verdict"], verdict["rule"]) == ("not_grounded", "")
+    assert "2026" in verdict["reason"]
+    assert judge_claim(claim, RETIREMENTS.replace("2025;", "2026;"), V3)["judge_verdict"] == "grounded"
+    # the same claim with a count on its own line is an R5 equivalent (16,000 vs 16,385)
+    count = {"claim": "gpt-35-turbo context window holds 16,000 tokens.", "claim_type": "version"}
+    assert _table(judge_claim(count, RETIREMENTS, V3)) == ("grounded", "R5", TURBO_LINE)
+
+
+def test_r5_quotes_the_claims_own_line_never_another_models():
+    # 130,000 is within 10% of gpt-4o's 128,000 only: gpt-4o's line is no evidence for gpt-35-turbo
+    claim = {"claim": "gpt-35-turbo context window holds 130,000 tokens.", "claim_type": "version"}
+    assert _table(judge_claim(claim, RETIREMENTS, V3))[:2] == ("not_grounded", "")
+    about_gpt4o = {"claim": "gpt-4o context window holds 130,000 tokens.", "claim_type": "version"}
+    assert _table(judge_claim(about_gpt4o, RETIREMENTS, V3)) == ("grounded", "R5", GPT4O_LINE)
+
+
+@pytest.mark.parametrize("claimed, page_value, equivalent", [
+    ("2,000", "2,025", True),     # counts with separators
+    ("2,000", "2025", False),     # a year on the line is no equivalent of a count
+    ("2024", "2025", False),      # years are exact
+    ("4.2", "4.1", False),        # possible version numbers are exact
+    ("1.5M", "1.45M", True),      # an amount with a suffix is a magnitude
+    ("200k", "210,000", True),
+])
+def test_r5_reads_years_and_versions_exactly(claimed, page_value, equivalent):
+    page = f"Throughput reaches {page_value} tokens per second on a single instance.\n"
+    verdict = judge_claim({"claim": f"Throughput reaches {claimed} tokens per second.", "claim_type": "tpm"}, page, V3)
+    assert (verdict["rule"] == "R5") is equivalent
+    assert verdict["judge_verdict"] == ("grounded" if equivalent else "not_grounded")
+
+
+def test_magnitudes():
+    assert [t for t in ("2025", "2,025", "4.1", "1.5m", "200k", "2025-04-14", "gpt-4.1", "31", "1900", "2100")
+            if is_magnitude(t)] == ["2,025", "1.5m", "200k", "31", "2100"]
+
+
+def _table(verdict: dict) -> tuple:
+    return verdict["judge_verdict"], verdict["rule"], verdict["evidence_quote"]

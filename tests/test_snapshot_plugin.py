@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -73,6 +76,24 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+def commit_all(project: pytest.Pytester) -> str:
+    """Make the project a git repository holding everything in it, in one commit; its short hash."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                              cwd=project.path, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "runs and their snapshots")
+    return git("log", "-1", "--format=%h")
+
+
+def run_in_shell(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A printed command pasted into a shell in `cwd`, with this venv's `judge-replay` on the PATH."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run(["sh", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
 def snapshot_files(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
@@ -113,6 +134,7 @@ def test_missing_snapshot_fails_and_says_how_to_write_it(project: pytest.Pyteste
 
 def test_flipped_verdicts_fail_listing_exactly_the_changed_claims(project: pytest.Pytester) -> None:
     project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    commit = commit_all(project)
     files = r1_files(**{"a-1": {"judge_verdict": "not_grounded", "rule": "R2"}})
     files[1]["results"] = [claim("b-2", "grounded", "R5", url=URL_B, quote="x", verified=True)]  # b-1 gone, b-2 new
     write_run(project.path / "runs" / "r1", results=files)
@@ -120,9 +142,12 @@ def test_flipped_verdicts_fail_listing_exactly_the_changed_claims(project: pytes
     result = project.runpytest("-vv")
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
+    worktree = f"../{project.path.name}-snapshot-{commit}"
+    explain = (f"[ -d {worktree} ] || git -C . worktree add --detach {worktree} {commit}; "
+               f"judge-replay diff {worktree}/runs/r1 runs/r1")
     result.stdout.fnmatch_lines([
         "*run r1 differs from its snapshot snapshots/r1/: 1 verdict flipped, 1 claim added, 1 removed",
-        "*explain the flips: git worktree add ../snapshotted HEAD && judge-replay diff ../snapshotted/runs/r1 runs/r1",
+        "*explain the flips: " + explain.replace("[", "[[]"),  # a literal [ in fnmatch
         "*accept: pytest --snapshot-update, then review `git diff snapshots/r1/`",
         "*  docs/a.md:a-1  grounded → not_grounded  (rule R2, was R3)",
         "*  docs/b.md:b-2  added: grounded  (rule R5)",
@@ -130,32 +155,38 @@ def test_flipped_verdicts_fail_listing_exactly_the_changed_claims(project: pytes
     ])
     assert "a-2" not in out  # unchanged claims are not listed
     assert "1 snapshot failed" in out and "1 snapshot passed" in out
+    # the printed command works where it was printed, twice (the second time it reuses the worktree)
+    for _ in range(2):
+        done = run_in_shell(explain, project.path)
+        assert done.returncode == 0, done.stderr
+        assert "a-1  grounded → not_grounded" in done.stdout and f"{worktree}/runs/r1 → runs/r1" in done.stdout
 
     project.runpytest("--snapshot-update").assert_outcomes(passed=2)
     assert json.loads((project.path / "snapshots" / "r1" / "docs_b.md.json").read_text())["claims"][0]["id"] == "b-2"
     project.runpytest().assert_outcomes(passed=2)
 
 
-def test_many_flips_without_vv_still_show_the_count_and_the_commands(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # pytest cuts an assertion message after 8 lines unless -vv is given or it runs on CI
+def test_seven_flips_at_default_verbosity_are_all_named(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pytest cuts an assertion message after 8 lines unless -vv is given or it runs on CI: the plugin's
+    # terminal summary names every flip anyway
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("BUILD_NUMBER", raising=False)
-    many = [{"file": "docs/a.md", "results": [claim(f"a-{i:02}", "grounded") for i in range(12)]}]
+    many = [{"file": "docs/a.md", "results": [claim(f"a-{i:02}", "grounded") for i in range(7)]}]
     write_run(project.path / "runs" / "r1", results=many)
     project.runpytest("--snapshot-update").assert_outcomes(passed=2)
-    flipped = [{"file": "docs/a.md", "results": [claim(f"a-{i:02}", "not_grounded", "R2") for i in range(12)]}]
+    flipped = [{"file": "docs/a.md", "results": [claim(f"a-{i:02}", "not_grounded", "R2") for i in range(7)]}]
     write_run(project.path / "runs" / "r1", results=flipped)
 
     result = project.runpytest("-k", "r1")
     result.assert_outcomes(failed=1, deselected=1)
     result.stdout.fnmatch_lines([
-        "*run r1 differs from its snapshot snapshots/r1/: 12 verdicts flipped, 0 claims added, 0 removed",
-        "*explain the flips: git worktree add ../snapshotted HEAD && judge-replay diff ../snapshotted/runs/r1 runs/r1",
-        "*accept: pytest --snapshot-update, then review `git diff snapshots/r1/`",
-        "*docs/a.md:a-00  grounded → not_grounded  (rule R2)",
+        "*run r1 differs from its snapshot snapshots/r1/: 7 verdicts flipped, 0 claims added, 0 removed",
         "*Full output truncated*",
+        "*verdict snapshots that differ (judge-replay)*",
+        "run r1 differs from its snapshot snapshots/r1/: 7 verdicts flipped, 0 claims added, 0 removed",
+        "explain the flips: no git commit holds snapshots/r1/ with its run*",
+        "accept: pytest --snapshot-update, then review `git diff snapshots/r1/`",
+        *(f"  docs/a.md:a-{i:02}  grounded → not_grounded  (rule R2)" for i in range(7)),
     ])
 
 
@@ -166,7 +197,7 @@ def test_a_claims_file_leaving_the_run_fails_then_its_file_goes(project: pytest.
     result = project.runpytest("-k", "r1")
     result.assert_outcomes(failed=1, deselected=1)
     result.stdout.fnmatch_lines(["*0 verdicts flipped, 0 claims added, 1 removed*",
-                                 "*compare the runs: git worktree add ../snapshotted HEAD && judge-replay diff*",
+                                 "*compare the runs: no git commit holds snapshots/r1/ with its run*",
                                  "*docs/b.md:b-1  removed*"])
     project.runpytest("--snapshot-update").assert_outcomes(passed=2)
     assert list(snapshot_files(project.path / "snapshots" / "r1")) == ["docs_a.md.json"]
@@ -305,7 +336,7 @@ def test_x(verdict_snapshot):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "*run r1 differs from its snapshot snapshots/r1/: 1 verdict flipped, 0 claims added, 0 removed",
-        "*explain the flips: git worktree add ../snapshotted HEAD && judge-replay diff ../snapshotted/runs/r1 runs/r1",
+        "*explain the flips: no git commit holds snapshots/r1/ with its run*",
         "*  docs/models.md:m-1  grounded → not_grounded*",
     ])
     out = result.stdout.str()

@@ -10,12 +10,12 @@ from typing import TextIO
 
 import click
 
-from .._io import atomic_write_text, display_path
-
 
 def emit_report(out: Path | None, text: str | None, print_rich: Callable[[TextIO], None]) -> None:
     """Print the report or write it to `out`. `text` is a machine form (JSON, markdown); None means the
     terminal form, which `print_rich` renders (into a buffer when it goes to a file)."""
+    from .._io import atomic_write_text, display_path  # here, not above: `judge-replay --help` needs only `examples`
+
     if text is None:
         if out is None:
             print_rich(sys.stdout)
@@ -28,3 +28,9 @@ def emit_report(out: Path | None, text: str | None, print_rich: Callable[[TextIO
         click.echo(f"wrote {display_path(out)}", err=True)
     else:
         click.echo(text, nl=False)
+
+
+def examples(*commands: str) -> str:
+    """A command's help epilog: `Examples:` and the command lines, kept unwrapped (click's `\\b`), so that
+    every `--help` ends with a line a user can paste, starting with `judge-replay`."""
+    return "Examples:\n\n\b\n" + "\n".join(commands)

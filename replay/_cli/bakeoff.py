@@ -9,30 +9,52 @@ import click
 from rich.text import Text
 
 from .._adjudication import adjudication_markdown
-from .._bakeoff import Bakeoff, FlipLine, GateReport, bakeoff_json, run_bakeoff
+from .._bakeoff import Bakeoff, FlipLine, GateReport, Version, bakeoff_json, run_bakeoff
 from ._output import emit_report
-from .._config import project_root, setting_path, setting_paths
+from .._config import project_prices, project_root, setting_path, setting_paths
+from .._cost import PRICES_AS_OF, format_usd
 from .._errors import UsageError
-from .._io import display_path, dump_json
-from .._render import TextTable, console_for, gate_lines, ratio_text
+from .._io import display_path, dump_json, printable
+from .._render import (
+    TextTable, console_for, gate_lines, markdown_code, markdown_text, no_verdict_heading, no_verdict_lines, ratio_text,
+)
 
 
 def versions_table(b: Bakeoff) -> TextTable:
     table = TextTable("Prompt versions against the gold set",
                       ["prompt", "run", "model", "P", "R", "F1", "accuracy", "TP", "FP", "FN", "TN",
-                       "unverified quotes"], right_from=3)
+                       "no verdict", "unverified quotes", "cost"], right_from=3)
     for i, v in enumerate(b.versions):
         s = v.scores
         role = "baseline" if i == 0 else "candidate"
         table.rows.append([
             f"{v.prompt} ({role})", v.label, v.run.manifest.model, ratio_text(s.precision), ratio_text(s.recall),
             ratio_text(s.f1), ratio_text(s.accuracy), str(s.tp), str(s.fp), str(s.fn), str(s.tn),
-            str(s.quote_unverified),
+            str(s.no_verdict), str(s.quote_unverified), cost_text(v),
         ])
     return table
 
 
+def cost_text(v: Version) -> str:
+    """What the version's run was billed when recorded: `$0.2248`, `$0.1124 (batch)`, or `unknown`."""
+    return format_usd(v.cost_usd) + (" (batch)" if v.run.manifest.batch_ids is not None else "")
+
+
+def cost_note(b: Bakeoff) -> str:
+    """What the cost column is."""
+    return (f"cost: what each run was billed when it was recorded (its recorded token usage priced at the "
+            f"{PRICES_AS_OF} price table, [tool.judge-replay.prices] applied; half price for a batch run); "
+            "replaying it is free")
+
+
+def no_verdict_sections(b: Bakeoff) -> list[tuple[str, list[str]]]:
+    """Per version with claims without a verdict: a heading and one line per claims file and error (raw data)."""
+    return [(f"{v.prompt} ({v.label}): {no_verdict_heading(v.scores)}", no_verdict_lines(v.scores))
+            for v in b.versions if v.scores.no_verdict]
+
+
 def flip_line(f: FlipLine) -> str:
+    """One flip, as raw data (pass it through `printable` or `markdown_text`)."""
     claim = f.claim or "(claim text not known)"
     gold = f"gold {f.gold}" if f.gold else "no gold label"
     right = {"baseline": "baseline right", "candidate": "candidate right", "neither": "neither right",
@@ -55,40 +77,53 @@ def bakeoff_markdown(b: Bakeoff) -> str:
     parts = ["## Judge prompt bake-off", ""]
     for note in b.notes:
         first, *rest = note.splitlines()
-        parts.append(f"> **{first}**" + "".join(f"<br>{line}" for line in rest) + "\n")
-    parts += [f"Gold set: `{display_path(b.gold_path)}`" + (f" ({b.gold.name})" if b.gold.name else "")
-              + f", {len(b.gold.items)} claims.", "", versions_table(b).markdown()]
+        parts.append(f"> **{markdown_text(first)}**" + "".join(f"<br>{markdown_text(line)}" for line in rest) + "\n")
+    parts += [f"Gold set: {markdown_code(display_path(b.gold_path))}"
+              + (f" ({markdown_text(b.gold.name)})" if b.gold.name else "")
+              + f", {len(b.gold.items)} claims.", "", versions_table(b).markdown(), "", f"*{markdown_text(cost_note(b))}*"]
+    for heading, lines in no_verdict_sections(b):
+        parts += ["", f"**{markdown_text(heading)}**", "", *(f"- {markdown_text(line)}" for line in lines)]
     for g in b.gates:
-        parts += ["", f"### Gate: {_gate_heading(g)}", "", *(f"- {line}" for line in gate_lines(g.decision))]
-        parts += ["", f"### {_flips_heading(g)}", ""]
-        parts += [f"- {flip_line(f)}" for f in g.flips] or ["(none)"]
+        parts += ["", f"### Gate: {markdown_text(_gate_heading(g))}", "",
+                  *(f"- {markdown_text(line)}" for line in gate_lines(g.decision))]
+        parts += ["", f"### {markdown_text(_flips_heading(g))}", ""]
+        parts += [f"- {markdown_text(flip_line(f))}" for f in g.flips] or ["(none)"]
     for v in b.versions:
-        parts += ["", f"<details><summary>Disagreements of {v.prompt} ({v.label}) with the gold set: "
-                      f"{len(v.scores.errors)}</summary>", "", adjudication_markdown(v.scores.errors, "####"),
-                  "", "</details>"]
+        parts += ["", f"<details><summary>Disagreements of {markdown_text(v.prompt)} ({markdown_text(v.label)}) "
+                      f"with the gold set: {len(v.scores.errors)}</summary>", "",
+                  adjudication_markdown(v.scores.errors, "####"), "", "</details>"]
     return "\n".join(parts) + "\n"
 
 
 def print_bakeoff(file: Any, b: Bakeoff) -> None:
     console = console_for(file)
     for note in b.notes:
-        console.print(Text(note, style="bold yellow"))
-    console.print(Text(f"Gold set: {display_path(b.gold_path)}" + (f" ({b.gold.name})" if b.gold.name else "")
-                       + f", {len(b.gold.items)} claims"))
+        console.print(Text(printable(note), style="bold yellow"))
+    console.print(Text(printable(f"Gold set: {display_path(b.gold_path)}" + (f" ({b.gold.name})" if b.gold.name else "")
+                                 + f", {len(b.gold.items)} claims")))
     console.print(versions_table(b).rich(), soft_wrap=False)
+    console.print(Text(printable(cost_note(b)), style="dim"))
+    for heading, lines in no_verdict_sections(b):
+        console.print(Text(printable(heading), style="bold red"))
+        for line in lines:
+            console.print(Text(printable(f"  {line}")))
     for g in b.gates:
-        console.print(Text(f"Gate: {_gate_heading(g)}", style="bold"))
+        console.print(Text(printable(f"Gate: {_gate_heading(g)}"), style="bold"))
         for i, line in enumerate(gate_lines(g.decision)):
             style = ("bold green" if g.decision.adopt else "bold red") if i == 0 else (
                 "yellow" if g.decision.within_noise else "")
-            console.print(Text(line, style=style))
-        console.print(Text(_flips_heading(g), style="bold"))
+            console.print(Text(printable(line), style=style))
+        console.print(Text(printable(_flips_heading(g)), style="bold"))
         for f in g.flips:
-            console.print(Text(f"  {flip_line(f)}"))
+            console.print(Text(printable(f"  {flip_line(f)}")))
     console.print(Text("Per-claim disagreements with their page regions: judge-replay grade RUN", style="dim"))
 
 
-@click.command("bakeoff")
+@click.command("bakeoff", epilog="""\b
+Examples:
+  judge-replay bakeoff                    # the configured runs, replayed offline
+  judge-replay bakeoff --format html --out bakeoff.html     # one page: table, cost chart, flips
+  judge-replay bakeoff --baseline cassettes/v2-demo --candidate cassettes/v3-demo --json""")
 @click.option("--gold", "gold_flag", type=click.Path(path_type=Path),
               help="Gold set JSON (default: [tool.judge-replay] gold).")
 @click.option("--baseline", "baseline_flag", type=click.Path(path_type=Path),
@@ -99,19 +134,27 @@ def print_bakeoff(file: Any, b: Bakeoff) -> None:
               help="Where judge-bakeoff-results-<prompt>.json go (default: the project root).")
 @click.option("--no-replay", is_flag=True, help="Grade each run's recorded results.json without replaying it.")
 @click.option("--force", is_flag=True, help="Overwrite frozen judge-bakeoff-results-<prompt>.json files.")
-@click.option("--json", "as_json", is_flag=True, help="Machine output: versions, scores, gates, flips.")
-@click.option("--markdown", "as_markdown", is_flag=True, help="Markdown, e.g. for a CI job summary.")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "html"]), default=None,
+              help="Output format (default text); html is one self-contained page with a cost chart.")
+@click.option("--json", "as_json", is_flag=True, help="Machine output: versions, scores, gates, flips (--format json).")
+@click.option("--markdown", "as_markdown", is_flag=True, help="Markdown, e.g. for a CI job summary (--format markdown).")
 @click.option("--out", type=click.Path(path_type=Path), help="Write the report to FILE instead of stdout.")
 def command(
     gold_flag: Path | None, baseline_flag: Path | None, candidate_flags: tuple[Path, ...], out_dir: Path | None,
-    no_replay: bool, force: bool, as_json: bool, as_markdown: bool, out: Path | None,
+    no_replay: bool, force: bool, fmt: str | None, as_json: bool, as_markdown: bool, out: Path | None,
 ) -> None:
     """Replay each prompt version's run offline, grade it against the gold set, print the P/R table and
     the adoption decision (candidate vs baseline, with its statistical caveat), and explain every verdict
     flip. Writes judge-bakeoff-results-<prompt>.json per version (never over a frozen one unless --force).
+
+    A claim without a verdict (a failed or cut-off conversation) is counted as "no verdict", never as a
+    negative, and a version with such claims is never adopted. Runs recorded against the local stand-ins
+    are marked as such in every format.
     """
-    if as_json and as_markdown:
-        raise UsageError("choose one output format: --json or --markdown")
+    chosen = [f for f, on in (("json", as_json), ("markdown", as_markdown)) if on]
+    if len(chosen) > 1 or (chosen and fmt and fmt != chosen[0]):
+        raise UsageError("choose one output format: --json, --markdown or --format")
+    fmt = fmt or (chosen[0] if chosen else "text")
     gold = setting_path("gold", gold_flag)
     if gold is None:
         raise UsageError("no gold set: give --gold GOLD or set gold under [tool.judge-replay] in pyproject.toml")
@@ -124,8 +167,15 @@ def command(
         click.secho(f"judge-replay: {message}", err=True, fg="yellow", bold=True)
 
     report = run_bakeoff(gold_path=gold, baseline=baseline, candidates=candidates,
-                         out_dir=out_dir or project_root(), replay=not no_replay, force=force, warn=warn)
+                         out_dir=out_dir or project_root(), replay=not no_replay, force=force, warn=warn,
+                         prices=project_prices())
     for path in report.written:
-        click.echo(f"wrote {display_path(path)}", err=True)
-    text = dump_json(bakeoff_json(report)) if as_json else bakeoff_markdown(report) if as_markdown else None
+        click.echo(printable(f"wrote {display_path(path)}"), err=True)
+    if fmt == "html":
+        from .._report_bakeoff import render_html
+
+        text: str | None = render_html(report, cost_note(report))
+    else:
+        text = (dump_json(bakeoff_json(report)) if fmt == "json" else bakeoff_markdown(report) if fmt == "markdown"
+                else None)
     emit_report(out, text, lambda stream: print_bakeoff(stream, report))

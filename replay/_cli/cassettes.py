@@ -3,42 +3,59 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
+from .._config import project_prices
+from .._cost import Price, format_usd, run_cost
 from .._errors import CheckFailed, InputError
+from .._io import printable
+from ._output import examples
 from .._runs import Run, find_runs
 
 
-@click.group("cassettes")
+@click.group("cassettes", epilog=examples("judge-replay cassettes audit cassettes       # any secret in any cassette?",
+                                          "judge-replay cassettes verify cassettes/v3-demo",
+                                          "judge-replay cassettes list"))
 def command() -> None:
     """Audit cassettes for secrets, verify runs replay exactly, list recorded runs."""
 
 
-@command.command("audit")
+@command.command("audit", epilog=examples("judge-replay cassettes audit cassettes tests/data/real-cassettes"))
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 def audit(paths: tuple[Path, ...]) -> None:
     """Scan cassettes (files or folders of *.yaml / *.json, ours or any vcrpy cassette) for secrets:
-    API keys, bearer tokens, organization ids, cookies. Exit 1 if any is found."""
+    credential headers, API keys and tokens of common providers, JWTs, credentials in URLs, fields
+    named like secrets, also inside base64 or escaped text. Exit 1 if any is found.
+
+    A credential-shaped string inside the text of a public Learn page the cassette fetched (sample
+    SAS URLs, example tokens in the docs) is listed apart, with its page: it is documentation, not a
+    leak, and does not fail the audit."""
     from .._scrub import audit_report
 
     report = audit_report(paths)
     if report.files == 0:
         raise InputError(", ".join(str(p) for p in paths), "holds no YAML or JSON files to audit")
-    for finding in report.findings:
-        click.echo(str(finding))
-    if report.findings:
-        files = len({f.path for f in report.findings})
+    for finding in report.leaks:
+        click.echo(printable(str(finding)))
+    if report.in_pages:
+        click.echo(f"in public Learn page text ({len(report.in_pages)}; documentation quoting examples, not a leak: "
+                   "review, nothing to remove):")
+        for finding in report.in_pages:
+            click.echo("  " + printable(str(finding)))
+    if report.leaks:
+        files = len({f.path for f in report.leaks})
         raise CheckFailed(
-            f"{len(report.findings)} secret(s) found in {files} of {report.files} file(s); "
+            f"{len(report.leaks)} secret(s) found in {files} of {report.files} file(s); "
             "remove them (re-save through judge-replay scrubs on write) and rotate the keys"
         )
     click.echo(f"no secrets found in {report.cassettes} cassettes ({report.interactions} interactions)")
 
 
-@command.command("verify")
+@command.command("verify", epilog=examples("judge-replay cassettes verify cassettes/v2-demo cassettes/v3-demo"))
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 def verify(runs: tuple[Path, ...]) -> None:
     """Replay each run offline and check it reproduces its results.json and uses every recorded
@@ -59,30 +76,46 @@ def verify(runs: tuple[Path, ...]) -> None:
         raise CheckFailed(f"{failed} of {len(runs)} run(s) did not reproduce")
 
 
-@command.command("list")
+@command.command("list", epilog=examples("judge-replay cassettes list cassettes --json"))
 @click.argument("root", required=False, default="cassettes", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def list_runs(root: Path, as_json: bool) -> None:
-    """One row per run folder under ROOT (default `cassettes`)."""
+    """One row per run folder under ROOT (default `cassettes`). A run folder that cannot be read is
+    named on stderr, one line each, and makes the exit code 2."""
     if not root.is_dir():
         raise InputError(root, "no such folder of runs")
-    rows = [_row(run) for run in find_runs(root)]
+    rows = []
+    broken: list[InputError] = []
+    prices = project_prices()
+    for run in find_runs(root):
+        try:
+            rows.append(_row(run, prices))
+        except InputError as unreadable:
+            broken.append(unreadable)
     if as_json:
         click.echo(json.dumps(rows, indent=2))
-        return
-    if not rows:
-        click.echo(f"no runs under {root}")
-        return
-    headers = ["run", "prompt", "model", "recorded", "files", "interactions", "tokens in/out", "stand-ins"]
+    elif not rows:
+        click.echo(f"no runs under {root}" if not broken else f"no readable runs under {root}")
+    else:
+        _table(rows)
+    for problem in broken:
+        click.echo(f"judge-replay: {printable(str(problem))}", err=True)
+    if broken:
+        raise InputError(root, f"{len(broken)} run folder(s) could not be read (named above)")
+
+
+def _table(rows: list[dict[str, Any]]) -> None:
+    headers = ["run", "prompt", "model", "recorded", "files", "interactions", "tokens in/out", "cost", "stand-ins"]
     table = [headers] + [
         [
-            r["run"],
-            r["prompt"],
-            r["model"],
-            r["recorded_at"],
+            printable(r["run"]),
+            printable(r["prompt"]),
+            printable(r["model"]),
+            printable(r["recorded_at"]),
             str(r["files"]),
             str(r["interactions"]),
             f"{r['input_tokens']}/{r['output_tokens']}",
+            format_usd(r["cost_usd"]) + (" (batch)" if r["batch"] else ""),
             ", ".join(r["stand_ins"]) or "-",
         ]
         for r in rows
@@ -92,25 +125,31 @@ def list_runs(root: Path, as_json: bool) -> None:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
 
 
-def _row(run: Run) -> dict[str, Any]:
+def _row(run: Run, prices: Mapping[str, Price]) -> dict[str, Any]:
     m = run.manifest
+    # a run recorded before costs were kept: priced from the usage in its results
+    cost = m.cost_usd if m.cost_usd is not None else run_cost(run.results, m, prices)
     return {
         "run": run.name,
         "prompt": m.prompt,
         "model": m.model,
         "recorded_at": m.recorded_at,
         "files": len(m.claims),
-        "interactions": sum(_count_interactions(run.path / c.cassette) for c in m.claims),
+        "interactions": sum(_count_interactions(run.cassette_path(c.file)) for c in m.claims),
         "input_tokens": m.stats.input_tokens,
         "output_tokens": m.stats.output_tokens,
+        "cost_usd": cost,
+        "batch": m.batch_ids is not None,
         "stand_ins": list(m.stand_ins),
         "frozen": m.frozen,
     }
 
 
 def _count_interactions(path: Path) -> int:
-    """Interactions in a vcrpy YAML cassette, without parsing it (each starts a `- request:` line)."""
-    if not path.is_file():
+    """Interactions in a vcrpy YAML cassette, without parsing it (each starts a `- request:` line); 0
+    for a missing or unreadable file (`verify` is the command that checks cassettes)."""
+    try:
+        with path.open("rb") as fh:
+            return sum(1 for line in fh if line.startswith(b"- request:"))
+    except OSError:
         return 0
-    with path.open(encoding="utf-8") as fh:
-        return sum(1 for line in fh if line.startswith("- request:"))

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
+from .._bakeoff import stand_in_notes
 from .._config import load_settings, setting
+from .._errors import UsageError
 from .._flip_inputs import explain_flips
 from .._io import atomic_write_text, load_claims, load_gold
 from .._records import GoldSet
@@ -27,7 +29,14 @@ def _default_gold() -> Path | None:
     return path if path.is_file() else None
 
 
-@click.command("diff")
+EPILOG = """\b
+Example (the bundled demo: v2's prompt against v3's on later pages; v2's prompt on those
+pages, cassettes/v2-demo-2026-09, is found as a sibling folder and says which input moved each verdict):
+  judge-replay diff cassettes/v2-demo cassettes/v3-demo-2026-09 --format html --out flips.html
+"""
+
+
+@click.command("diff", epilog=EPILOG)
 @click.argument("run_a", type=click.Path(path_type=str))
 @click.argument("run_b", type=click.Path(path_type=str))
 @click.option("--gold", "gold_path", type=click.Path(path_type=str), default=None,
@@ -47,6 +56,8 @@ def command(run_a: str, run_b: str, gold_path: str | None, fmt: str, out: str | 
             discover: bool, claims_paths: tuple[str, ...], confirm: bool) -> None:
     """Pair the two runs' claims and, for every claim whose verdict differs, say why: prompt, page,
     prompt+page, evidence_path, model or unknown. Exit 0 whether or not anything flipped."""
+    if out and Path(out).is_dir():
+        raise UsageError(f"--out {out}: is a folder; give a file name (e.g. {Path(out) / ('flips.' + fmt)})")
     a, b = Run(run_a), Run(run_b)
     extras = [Run(p) for p in with_runs]
     gold: GoldSet | None = None
@@ -56,6 +67,7 @@ def command(run_a: str, run_b: str, gold_path: str | None, fmt: str, out: str | 
     batches = [batch for _, batch in load_claims(list(claims_paths))] if claims_paths else []
     report = explain_flips(a, b, gold, extras, discover=discover, claims=batches)
     report.run_a, report.run_b = run_a, run_b
+    report.notes = stand_in_notes([a, b, *(Run(c["path"]) for c in report.controlled_runs)])
     if not confirm and fmt != "json":
         report.confirm_commands = []
     if fmt == "json":

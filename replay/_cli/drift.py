@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
+import shlex
 from datetime import datetime, timezone
 
 import click
 from rich.table import Table
 from rich.text import Text
 
+from .._bakeoff import stand_in_notes
 from .._config import setting
 from .._drift import STATUS_ORDER
 from .._drift_runs import drift_items, record_page_snapshot, run_drift
 from .._errors import CheckFailed, UsageError
-from .._io import load_claims
+from .._io import load_claims, printable
 from .._pagestore import PageStore, cassettes_root, store_folder
 from .._records import LEARN_MCP_URL, Claim, DriftClaim, DriftReport
 from .._render import console_for
@@ -23,7 +25,14 @@ _STYLE = {"page-gone": "bold red", "value-changed": "red", "quote-gone": "yellow
           "changed-quote-intact": "cyan", "unchanged": "green"}
 
 
-@click.command("drift")
+EPILOG = """\b
+Examples:
+  judge-replay drift cassettes/v3-demo --against cassettes/v3-demo-2026-09   # offline, two recorded runs
+  judge-replay drift cassettes/v3-demo --live                                # today's pages, from Learn
+"""
+
+
+@click.command("drift", epilog=EPILOG)
 @click.argument("run", metavar="RUN")
 @click.option("--against", "against", metavar="RUN_B", help="Compare with the pages in RUN_B's cassettes (offline).")
 @click.option("--live", is_flag=True, help="Fetch every page RUN read from Learn now, into a dated page snapshot.")
@@ -59,10 +68,13 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
                        claims=overrides, claims_paths=override_paths, today=now.strftime("%Y%m%d"))
     if live:
         report.snapshot = against_name
+    report.stand_ins = {"run": list(old_run.manifest.stand_ins), "against": list(new_run.manifest.stand_ins)}
+    report.notes = stand_in_notes([old_run, new_run])
     unknown = sorted({i.file for i in drift_items(old_run, overrides) if i.claim is None})
     if unknown:
-        click.echo(f"judge-replay: drift: the claims of {', '.join(unknown)} were not found (not in the cassettes, "
-                   "nor at the manifest's paths); their quotes alone were checked: pass --claims PATH", err=True)
+        click.echo(printable(f"judge-replay: drift: the claims of {', '.join(unknown)} were not found (not in the "
+                             "cassettes, nor at the manifest's paths); their quotes alone were checked: pass "
+                             "--claims PATH"), err=True)
     if as_json:
         click.echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
     else:
@@ -86,10 +98,12 @@ def print_report(report: DriftReport) -> None:
     console = console_for()
     counts = {s: sum(1 for c in report.claims if c.status == s) for s in STATUS_ORDER}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    console.print(Text(f"drift of {report.run} against {report.against}: "
-                       f"{len(report.claims)} claims ({summary or 'none'})"))
+    for note in report.notes:
+        console.print(Text(printable(note), style="bold yellow"))
+    console.print(Text(printable(f"drift of {report.run} against {report.against}: "
+                                 f"{len(report.claims)} claims ({summary or 'none'})")))
     if report.snapshot:
-        console.print(Text(f"pages fetched now were recorded into {report.snapshot} (reuse it with --against)"))
+        console.print(Text(printable(f"pages fetched now were recorded into {report.snapshot} (reuse it with --against)")))
     table = Table()
     table.add_column("status", no_wrap=True)
     table.add_column("claim", overflow="fold")
@@ -99,8 +113,8 @@ def print_report(report: DriftReport) -> None:
     for status in STATUS_ORDER[:-2]:  # intact and unchanged claims are only counted: --json lists every claim
         group = [c for c in report.claims if c.status == status]
         for c in group:
-            table.add_row(Text(c.status, style=_STYLE[c.status]), Text(f"{c.file}:{c.id}"), c.verdict or "-",
-                          Text(_short_url(c.evidence_url)), _change(c))
+            table.add_row(Text(c.status, style=_STYLE[c.status]), Text(printable(f"{c.file}:{c.id}")),
+                          c.verdict or "-", Text(printable(_short_url(c.evidence_url))), _change(c))
         if group:
             table.add_section()
     if table.row_count:
@@ -110,20 +124,20 @@ def print_report(report: DriftReport) -> None:
         if c.status == "changed-quote-intact":
             intact[_short_url(c.evidence_url)] = intact.get(_short_url(c.evidence_url), 0) + 1
     for url, n in sorted(intact.items()):
-        console.print(Text(f"{n} claim(s) on {url}: page changed, their quote and values still there"))
+        console.print(Text(printable(f"{n} claim(s) on {url}: page changed, their quote and values still there")))
     if counts["unchanged"]:
         console.print(Text(f"{counts['unchanged']} claim(s) unchanged: their page is byte-for-byte the same"))
     if not report.at_risk:
         console.print(Text("nothing at risk: every verdict's evidence still says what it said"))
         return
     at_risk = ", ".join(f"{a['file']}:{a['id']}" for a in report.at_risk)
-    console.print(Text(f"at risk ({len(report.at_risk)}): {at_risk}"))
+    console.print(Text(printable(f"at risk ({len(report.at_risk)}): {at_risk}")))
     console.print(Text("re-record only the affected claims files, then see which verdicts moved:"))
     for cmd in report.rerecord_commands:
-        console.print(Text(f"  {cmd}"), soft_wrap=True)
-    console.print(Text(f"(add --pages-from {report.against} to the judge command to judge on exactly the pages "
-                       "compared here; check the new run later the same way: "
-                       "judge-replay drift <new run> --against <later run>)"), soft_wrap=True)
+        console.print(Text(printable(f"  {cmd}")), soft_wrap=True)
+    console.print(Text(printable(f"(add --pages-from {shlex.quote(report.against)} to the judge command to judge on "
+                                 "exactly the pages compared here; check the new run later the same way: "
+                                 "judge-replay drift <new run> --against <later run>)")), soft_wrap=True)
 
 
 def _short_url(url: str | None) -> str:
@@ -134,11 +148,11 @@ def _short_url(url: str | None) -> str:
 
 def _change(c: DriftClaim) -> Text:
     if c.status != "value-changed":
-        return Text(c.note or "")
+        return Text(printable(c.note or ""))
     old, new = _differing_cells(c.old, c.new)
-    out = Text(old or "(not on the page)", style="red")
+    out = Text(printable(old or "(not on the page)"), style="red")
     out.append("\n→ ")
-    out.append(new or "(no longer on the page)", style="green")
+    out.append(printable(new or "(no longer on the page)"), style="green")
     return out
 
 

@@ -10,15 +10,19 @@ import click
 from rich.text import Text
 
 from .._adjudication import adjudicate, adjudication_markdown, adjudication_renderables, run_claims
-from .._bakeoff import set_frozen, stand_in_notes
+from .._bakeoff import rerecord_hint, set_frozen, stand_in_notes_for, stand_ins_of
 from ._output import emit_report
-from .._config import setting_path
+from .._config import project_prices, setting_path
+from .._cost import cost_line, run_cost
 from .._errors import UsageError
 from .._gate import adoption_gate
 from .._grading import ClaimKey, grade_results
-from .._io import display_path, dump_json, load_claims, load_gold, load_results
+from .._io import display_path, dump_json, load_claims, load_gold, load_results, printable
 from .._records import Claim, GateDecision, GoldSet, ResultsFile, Scores
-from .._render import console_for, gate_lines, headline, score_tables, unmatched_lines
+from .._render import (
+    console_for, gate_lines, headline, markdown_code, markdown_text, no_verdict_heading, no_verdict_lines,
+    score_tables, unmatched_lines,
+)
 from .._runs import MANIFEST, Run
 
 
@@ -30,6 +34,8 @@ class Graded:
     results: ResultsFile
     run: Run | None
     scores: Scores
+    cost_usd: float | None = None
+    """USD the run was billed when it was recorded (None: the model has no price)."""
 
     def describe(self) -> str:
         meta = [f"prompt {self.results.prompt}" if self.results.prompt else None,
@@ -37,6 +43,30 @@ class Graded:
                 "frozen" if self.results.frozen else None]
         extra = " · ".join(m for m in meta if m)
         return display_path(self.path) + (f" ({extra})" if extra else "")
+
+    @property
+    def label(self) -> str:
+        """The run folder the results come from, else the results path."""
+        return display_path(self.run.path if self.run is not None else self.path)
+
+    @property
+    def stand_ins(self) -> list[str] | None:
+        """Which services were the local stand-ins (None: not known)."""
+        return stand_ins_of(self.results, self.run)
+
+    @property
+    def cost(self) -> str:
+        return cost_line(self.cost_usd, batch=self.run is not None and self.run.manifest.batch_ids is not None)
+
+    @property
+    def rerecord(self) -> str | None:
+        """How to re-record the claims without a verdict (None when there is none)."""
+        return rerecord_hint(display_path(self.path), self.run, self.scores)
+
+
+def notes_of(*graded: Graded | None) -> list[str]:
+    """What the grades rest on: stand-ins, or that it is not known."""
+    return stand_in_notes_for([(g.label, g.stand_ins) for g in graded if g is not None])
 
 
 def run_of(results_path: Path, run_flag: Path | None) -> Run | None:
@@ -52,30 +82,36 @@ def grade_path(path: Path, gold: GoldSet, run: Run | None, extra_claims: dict[Cl
     results = load_results(path)
     claims = {**(run_claims(run) if run else {}), **extra_claims}
     scores = adjudicate(grade_results(results, gold, claims), run, claims)
-    return Graded(path, results, run, scores)
+    cost = run_cost(results, run.manifest if run is not None else None, project_prices())
+    return Graded(path, results, run, scores, cost)
 
 
 def grade_json(graded: Graded, gold_path: Path, baseline: Graded | None, gate: GateDecision | None) -> dict[str, Any]:
     out: dict[str, Any] = {"results": display_path(graded.path), "gold": display_path(gold_path),
-                           **graded.scores.model_dump(mode="json")}
+                           "stand_ins": graded.stand_ins, "notes": notes_of(graded, baseline),
+                           "cost_usd": graded.cost_usd, **graded.scores.model_dump(mode="json")}
     if baseline is not None and gate is not None:
-        out["baseline"] = {"results": display_path(baseline.path), **baseline.scores.model_dump(mode="json")}
+        out["baseline"] = {"results": display_path(baseline.path), "stand_ins": baseline.stand_ins,
+                           "cost_usd": baseline.cost_usd, **baseline.scores.model_dump(mode="json")}
         out["gate"] = gate.model_dump(mode="json")
     return out
 
 
 def grade_markdown(graded: Graded, gold_path: Path, baseline: Graded | None, gate: GateDecision | None) -> str:
     s = graded.scores
-    parts = [f"## Grade: `{graded.describe()}` against `{display_path(gold_path)}`", ""]
-    runs = [g.run for g in (graded, baseline) if g is not None and g.run is not None]
-    parts += [f"> **{note}**\n" for note in stand_in_notes(runs)]
-    parts += [headline(s)]
-    parts += ["", *(f"- {line}" for line in unmatched_lines(s))] if unmatched_lines(s) else []
+    parts = [f"## Grade: {markdown_code(graded.describe())} against {markdown_code(display_path(gold_path))}", ""]
+    parts += [f"> **{markdown_text(note)}**\n" for note in notes_of(graded, baseline)]
+    parts += [headline(s), "", markdown_text(graded.cost)]
+    parts += ["", *(f"- {markdown_text(line)}" for line in unmatched_lines(s))] if unmatched_lines(s) else []
+    if s.no_verdict:
+        parts += ["", f"**{markdown_text(no_verdict_heading(s))}**", "",
+                  *(f"- {markdown_text(line)}" for line in no_verdict_lines(s))]
     for table in score_tables(s):
         parts += ["", table.markdown()]
     if baseline is not None and gate is not None:
-        parts += ["", f"### Against baseline `{baseline.describe()}`", "", f"baseline: {headline(baseline.scores)}",
-                  "", *(f"- {line}" for line in gate_lines(gate))]
+        parts += ["", f"### Against baseline {markdown_code(baseline.describe())}", "",
+                  f"baseline: {headline(baseline.scores)}", "", f"baseline {markdown_text(baseline.cost)}", "",
+                  *(f"- {markdown_text(line)}" for line in gate_lines(gate))]
     parts += ["", f"### Disagreements with the gold set ({len(s.errors)})", "", adjudication_markdown(s.errors, "####")]
     return "\n".join(parts) + "\n"
 
@@ -83,27 +119,35 @@ def grade_markdown(graded: Graded, gold_path: Path, baseline: Graded | None, gat
 def print_grade(file: Any, graded: Graded, gold_path: Path, baseline: Graded | None, gate: GateDecision | None) -> None:
     console = console_for(file)
     s = graded.scores
-    for note in stand_in_notes([g.run for g in (graded, baseline) if g is not None and g.run is not None]):
-        console.print(Text(note, style="bold yellow"))
-    console.print(Text(f"Grade: {graded.describe()} against {display_path(gold_path)}", style="bold"))
+    for note in notes_of(graded, baseline):
+        console.print(Text(printable(note), style="bold yellow"))
+    console.print(Text(printable(f"Grade: {graded.describe()} against {display_path(gold_path)}"), style="bold"))
     console.print(Text(headline(s)))
+    console.print(Text(printable(graded.cost)))
     for line in unmatched_lines(s):
-        console.print(Text(line, style="yellow"))
+        console.print(Text(printable(line), style="yellow"))
+    if s.no_verdict:
+        console.print(Text(no_verdict_heading(s), style="bold red"))
+        for line in no_verdict_lines(s):
+            console.print(Text(printable(f"  {line}")))
     for table in score_tables(s):
         console.print(table.rich(), soft_wrap=False)
     console.print(Text(f"Disagreements with the gold set ({len(s.errors)})", style="bold"))
     for panel in adjudication_renderables(s.errors):
         console.print(panel, soft_wrap=False)
     if baseline is not None and gate is not None:
-        console.print(Text(f"Against baseline {baseline.describe()}", style="bold"))
-        console.print(Text(f"baseline:  {headline(baseline.scores)}"))
-        console.print(Text(f"candidate: {headline(s)}"))
+        console.print(Text(printable(f"Against baseline {baseline.describe()}"), style="bold"))
+        console.print(Text(f"baseline:  {headline(baseline.scores)}  |  {printable(baseline.cost)}"))
+        console.print(Text(f"candidate: {headline(s)}  |  {printable(graded.cost)}"))
         for i, line in enumerate(gate_lines(gate)):
             style = ("bold green" if gate.adopt else "bold red") if i == 0 else ("yellow" if gate.within_noise else "")
-            console.print(Text(line, style=style))
+            console.print(Text(printable(line), style=style))
 
 
-@click.command("grade")
+@click.command("grade", epilog="""\b
+Examples:
+  judge-replay grade cassettes/v3-demo                          # gold set from pyproject.toml
+  judge-replay grade cassettes/v3-demo --baseline cassettes/v2-demo --json""")
 @click.argument("results", type=click.Path(path_type=Path))
 @click.option("--gold", "gold_flag", type=click.Path(path_type=Path),
               help="Gold set JSON (default: [tool.judge-replay] gold).")
@@ -134,6 +178,11 @@ def command(
     mode, and every disagreement with the page region it rests on (from the run's cassettes; the judge is
     never re-run). With --baseline, also the adoption gate and the statistics saying whether the
     difference is beyond noise.
+
+    A claim without a verdict (a failed or cut-off conversation, or no result at all) is counted as
+    "no verdict": never TP, FP or TN, an FN where the gold says outdated/wrong, always against accuracy.
+    The gate adopts no candidate with such claims and prints how to re-record them. Every format says
+    which runs used the local stand-ins.
     """
     chosen = [f for f, on in (("json", as_json), ("markdown", as_markdown)) if on]
     if len(chosen) > 1 or (chosen and fmt and fmt != chosen[0]):
@@ -154,7 +203,8 @@ def command(
     graded = grade_path(results, gold, run_of(results, run_flag), extra_claims)
     base = grade_path(baseline, gold, run_of(baseline, None), extra_claims) if baseline is not None else None
     gate = (adoption_gate(base.results, graded.results, gold, baseline_scores=base.scores,
-                          candidate_scores=graded.scores) if base is not None else None)
+                          candidate_scores=graded.scores, candidate_rerecord=graded.rerecord,
+                          baseline_rerecord=base.rerecord) if base is not None else None)
 
     text = (dump_json(grade_json(graded, gold_path, base, gate)) if fmt == "json"
             else grade_markdown(graded, gold_path, base, gate) if fmt == "markdown" else None)

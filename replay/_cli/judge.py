@@ -8,16 +8,35 @@ from pathlib import Path
 
 import click
 
-from .._config import setting
+from .._commands import judge_command
+from .._config import project_prices, setting
+from .._cost import CostBudget, cost_line, results_cost
 from .._errors import UsageError
-from .._io import write_model
+from .._io import printable, write_model
 from .._records import LEARN_MCP_URL, VERDICTS, ResultsFile
 from .._runs import Run
+from ._output import examples
 
-DEFAULT_MODEL = "claude-sonnet-4-6"
+DEFAULT_MODEL = "claude-sonnet-5-5"
+"""The current Sonnet (anthropic 2.14 lists it; claude-sonnet-4-6 is legacy)."""
+
+EPILOG = "\n\n".join([
+    "Live and record call the Anthropic API, which is billed, and need ANTHROPIC_API_KEY; the Learn MCP "
+    "endpoint needs no key. Live (the default mode) keeps nothing unless you give --out FILE (the results) "
+    "or --run DIR (results, no cassettes); record keeps a run folder whose cassettes replay offline, free "
+    "and without a key. Replay makes no network call at all.",
+    "Without a key or network, start the local stand-ins (test equipment, not Claude nor Learn): "
+    "`judge-replay sim learn --pages demo/pages/2026-06` (port 8931) and `judge-replay sim model` (port "
+    "8932), and pass --learn-url http://127.0.0.1:8931/api/mcp --anthropic-base-url http://127.0.0.1:8932.",
+    examples(
+        "judge-replay judge --prompt v3 --claims demo/claims --mode live --out results.json   # billed, keeps results",
+        "judge-replay judge --prompt v3 --claims demo/claims --run runs/v3 --mode record      # billed, keeps a run",
+        "judge-replay judge --mode replay --run runs/v3                                       # offline, free",
+    ),
+])
 
 
-@click.command("judge")
+@click.command("judge", epilog=EPILOG)
 @click.option("--prompt", "prompt", metavar="P", help="Bundled prompt name (v1, v2, v3) or a prompt file.")
 @click.option("--claims", "claims", multiple=True, metavar="PATH...",
               help="Claims files and/or folders of *.json batches (repeat, or list several).")
@@ -31,8 +50,18 @@ DEFAULT_MODEL = "claude-sonnet-4-6"
               help="Serve every Learn call from this run's cassettes while the model runs live.")
 @click.option("--concurrency", type=int, default=None, help="Conversations at once (default 4).")
 @click.option("--force", is_flag=True, help="Record over a frozen run.")
+@click.option("--retry-failed", is_flag=True,
+              help="Record again only the claims files that failed in --run; keep the others as recorded.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Also write the results JSON here.")
 @click.option("--no-progress", is_flag=True, help="No progress bar or progress lines.")
+@click.option("--batch", is_flag=True, help="Send the model turns through Message Batches (half price, rounds of "
+              "minutes to hours): record or live.")
+@click.option("--resume", is_flag=True, help="With --batch: continue an interrupted batch run into --run from the "
+              "batches it already submitted (nothing answered is paid for again).")
+@click.option("--no-cache", is_flag=True, help="No prompt-caching breakpoints (caching is on by default).")
+@click.option("--max-cost", type=float, default=None, metavar="USD",
+              help="Stop before a model call (with --batch: a batch) that could take the run's cost past USD "
+                   "(estimated high: every input token at the dearest input price, max_tokens of output).")
 def command(
     prompt: str | None,
     claims: tuple[str, ...],
@@ -45,61 +74,135 @@ def command(
     pages_from: str | None,
     concurrency: int | None,
     force: bool,
+    retry_failed: bool,
     out: str | None,
     no_progress: bool,
+    batch: bool,
+    resume: bool,
+    no_cache: bool,
+    max_cost: float | None,
 ) -> None:
-    """Run the judge: one conversation per claims file (live, recorded into --run, or replayed from it)."""
+    """Run the judge: one conversation per claims file (live, recorded into --run, or replayed from it).
+
+    Exit 1 when a conversation failed (the run is kept, and the command that re-records just the failed
+    files is printed) or when every one failed (nothing is written)."""
     claims_paths = [*claims, *more_claims]
     if more_claims and not claims:
         raise UsageError(f"unexpected argument {more_claims[0]!r}: claims go after --claims")
     if mode != "replay" and (prompt is None or not claims_paths):
         raise UsageError(f"--mode {mode} needs --prompt P and --claims PATH...")
-    from .._runner import run_judge  # imports anthropic (~2 s): only when the judge really runs
+    if (batch or resume or no_cache) and mode == "replay":
+        raise UsageError("--batch, --resume and --no-cache choose how a recording calls the model; replay calls nothing")
+    if max_cost is not None and (mode == "replay" or not max_cost > 0):
+        raise UsageError("--max-cost limits what a live or record run is billed: give a positive USD amount"
+                         if mode != "replay" else "--max-cost limits a billed run; replay calls nothing and is free")
+    if resume and not batch:
+        raise UsageError("--resume continues an interrupted batch run: use it with --batch")
+    from .._batch_runner import ModelRoute
+    from .._runner import failed_files, run_judge  # imports anthropic (~2 s): only when the judge really runs
 
+    model = str(setting("model", model, DEFAULT_MODEL))
+    budget = budget_for(max_cost, model)
+    route = None
+    if mode != "replay":
+        route = (ModelRoute.batched(run_dir, resume=resume, cache=not no_cache, progress=not no_progress,
+                                    budget=budget) if batch
+                 else ModelRoute(cache=not no_cache, budget=budget))
+
+    learn_url = str(setting("learn_url", learn_url, LEARN_MCP_URL))
+    anthropic_base_url = setting("anthropic_base_url", anthropic_base_url, None)
+    if mode == "live" and not run_dir and not out:
+        click.echo("judge live: calls the Anthropic API (billed) and keeps nothing but the summary below; "
+                   "--out FILE keeps the results, --mode record --run DIR a replayable run", err=True)
     results = run_judge(
         prompt,
         list(claims_paths),
         run_dir,
         mode,  # type: ignore[arg-type]
-        model=str(setting("model", model, DEFAULT_MODEL)),
-        learn_url=str(setting("learn_url", learn_url, LEARN_MCP_URL)),
-        anthropic_base_url=setting("anthropic_base_url", anthropic_base_url, None),
+        model=model,
+        learn_url=learn_url,
+        anthropic_base_url=anthropic_base_url,
         pages_from=pages_from,
         concurrency=int(setting("concurrency", concurrency, 4)),
         progress=not no_progress,
         force=force,
+        retry_failed=retry_failed,
+        route=route,
     )
+    if route is not None:
+        route.finished()
     written = []
     if run_dir and mode != "replay":
         written.append(run_dir)
     if out:
         write_model(out, results)
         written.append(out)
-    manifest = Path(run_dir or "") / "run.json"
-    stand_ins = Run(run_dir).manifest.stand_ins if run_dir and manifest.is_file() else []
-    click.echo(summary(results, mode, written, stand_ins))
+    replayed_batch_run = mode == "replay" and run_dir is not None and Run(run_dir).manifest.batch_ids is not None
+    batched = (route is not None and route.batch is not None) or replayed_batch_run
+    click.echo(summary(results, mode, written, results.stand_ins, batch=batched))
+    if budget is not None and budget.refused:
+        click.echo(f"judge: {budget.refused}: the claims files it stopped are failed files of the run; raise "
+                   "--max-cost to record them", err=True)
+    failed = failed_files(results)
+    if failed and mode != "replay":
+        if run_dir and mode == "record":
+            m = Run(run_dir).manifest
+            paths = [e.path for e in m.claims if e.file in {f.file for f in failed}]
+            retry = judge_command(prompt=m.prompt, claims=[e.path for e in m.claims], run=run_dir, model=m.model,
+                                  learn_url=learn_url, anthropic_base_url=anthropic_base_url, pages_from=m.pages_from)
+            click.echo(f"{len(failed)} of {len(results.files)} claims files failed ({', '.join(paths)}); the run keeps "
+                       f"what was recorded. To record just those again:\n  {printable(retry)} --retry-failed", err=True)
+        else:
+            click.echo(f"{len(failed)} of {len(results.files)} claims files failed", err=True)
+        click.get_current_context().exit(1)
 
 
-def summary(results: ResultsFile, mode: str, written: list[str], stand_ins: Sequence[str] = ()) -> str:
+def budget_for(max_cost: float | None, model: str) -> CostBudget | None:
+    """`--max-cost`: the run's budget, priced by the project's table (a model with no price is refused)."""
+    if max_cost is None:
+        return None
+    try:
+        return CostBudget(max_cost, model, prices=project_prices())
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _cost_notes(mode: str, stand_ins: Sequence[str], batch: bool) -> str:
+    """What the cost line of `summary` rests on, in one parenthesis."""
+    notes = (["Message Batches, half price"] if batch else []) + (
+        ["billed when it was recorded; replaying is free"] if mode == "replay" else []) + (
+        ["priced from the stand-in's token counts"] if "model" in stand_ins else [])
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
+def summary(results: ResultsFile, mode: str, written: list[str], stand_ins: Sequence[str] = (), *,
+            batch: bool = False) -> str:
     """A few lines a person reads at the end of a run."""
     claims = [r for f in results.files for r in f.results]
     counts = Counter(r.judge_verdict for r in claims)
     verdicts = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
     no_verdict = counts.get(None, 0)
     unverified = sum(1 for r in claims if r.quote_verified is False)
-    tokens_in = sum(f.usage.input_tokens for f in results.files if f.usage)
-    tokens_out = sum(f.usage.output_tokens for f in results.files if f.usage)
+    usage = [f.usage for f in results.files if f.usage]
+    tokens_in = sum(u.total_input for u in usage)
+    tokens_out = sum(u.output_tokens for u in usage)
+    written_to_cache = sum(u.cache_creation_input_tokens for u in usage)
+    read_from_cache = sum(u.cache_read_input_tokens for u in usage)
+    cache = (f" ({written_to_cache:,} written to the prompt cache, {read_from_cache:,} read from it)"
+             if written_to_cache or read_from_cache else "")
     failed = [f for f in results.files if f.error]
     lines = [
-        f"judge {mode}: prompt {results.prompt}, model {results.model}",
+        f"judge {mode}: prompt {printable(results.prompt or '?')}, model {printable(results.model or '?')}",
         f"  {len(results.files)} files, {len(claims)} claims: {verdicts}"
         + (f", {no_verdict} without a verdict" if no_verdict else ""),
         f"  quotes not found in the fetched page: {unverified}",
-        f"  tokens: {tokens_in:,} in, {tokens_out:,} out",
+        f"  tokens: {tokens_in:,} in{cache}, {tokens_out:,} out",
+        f"  {cost_line(results_cost(results, batch=batch, prices=project_prices())[0])}"
+        + _cost_notes(mode, stand_ins, batch),
     ]
     if stand_ins:
         lines.append(f"  stand-ins (test equipment, not the real services): {', '.join(stand_ins)}")
     for f in failed:
-        lines.append(f"  failed: {f.file}: {f.error}")
-    lines.append(f"  written: {', '.join(str(Path(w)) for w in written)}" if written else "  written: nothing")
+        lines.append(f"  failed: {printable(f.file)}: {printable(f.error or '')}")
+    lines.append(f"  written: {', '.join(printable(str(Path(w))) for w in written)}" if written else "  written: nothing")
     return "\n".join(lines)

@@ -7,10 +7,13 @@ import json
 import sys
 
 import click
+from rich.markup import escape as rich_escape
 from rich.table import Table
 from rich.text import Text
 
+from .._bakeoff import STAND_IN_LEARN_NOTE
 from .._errors import UsageError
+from .._io import printable
 from .._pagestore import PageRecord, PageStore, open_indexed_store
 from .._render import console_for
 
@@ -18,12 +21,20 @@ _STORE_HELP = "Page store folder (default: [tool.judge-replay] page-store, else 
 _CASSETTES_HELP = "Folder of run folders to index first (default: [tool.judge-replay] cassettes, else cassettes/)."
 
 
-@click.group("pages")
+PAGE = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/model-retirements"
+EPILOG = f"""\b
+Examples:
+  judge-replay pages history {PAGE}
+  judge-replay pages diff {PAGE}
+"""
+
+
+@click.group("pages", epilog=EPILOG)
 def command() -> None:
     """Every recorded version of a Learn page (from the runs' cassettes), and what changed between two."""
 
 
-@command.command("history")
+@command.command("history", epilog=f"\b\nExample:\n  judge-replay pages history {PAGE} --json")
 @click.argument("url")
 @click.option("--store", "store", metavar="DIR", help=_STORE_HELP)
 @click.option("--cassettes", "cassettes", metavar="DIR", help=_CASSETTES_HELP)
@@ -32,19 +43,27 @@ def history(url: str, store: str | None, cassettes: str | None, as_json: bool) -
     """List every recorded version of URL: hash, first and last seen, runs, size."""
     with open_indexed_store(store, cassettes) as page_store:
         versions = _known_versions(page_store, url)
+    notes = stand_in_notes(versions)
     if as_json:
-        click.echo(json.dumps({"url": versions[0].url, "versions": [_version_json(v) for v in versions]}, indent=2))
+        click.echo(json.dumps({"url": versions[0].url, "notes": notes,
+                               "versions": [_version_json(v) for v in versions]}, indent=2, ensure_ascii=False))
         return
-    table = Table(title=f"{versions[0].url}: {len(versions)} recorded version(s)", title_justify="left")
+    console = console_for()
+    for note in notes:
+        console.print(Text(printable(note), style="bold yellow"))
+    table = Table(title=rich_escape(printable(f"{versions[0].url}: {len(versions)} recorded version(s)")),
+                  title_justify="left")
     for name in ("hash", "first seen", "last seen", "runs", "size"):
         table.add_column(name, justify="right" if name == "size" else "left", overflow="fold")
     for v in versions:
         size = f"{v.size:,} B" if v.size is not None else "-"
-        table.add_row(v.short, v.first_seen, v.last_seen, Text(", ".join(v.runs)), size)
-    console_for().print(table)
+        table.add_row(v.short, Text(printable(v.first_seen)), Text(printable(v.last_seen)),
+                      Text(printable(", ".join(v.runs))), size)
+    console.print(table)
 
 
-@command.command("diff")
+@command.command("diff", epilog=f"\b\nExample (the change between two given versions):\n"
+                                  f"  judge-replay pages diff {PAGE} --from 122ac30 --to d318b43")
 @click.argument("url")
 @click.option("--from", "from_hash", metavar="HASH",
               help="Older version (hash or prefix; default: the one before --to).")
@@ -57,14 +76,14 @@ def diff(url: str, from_hash: str | None, to_hash: str | None, store: str | None
         versions = [v for v in _known_versions(page_store, url) if v.sha256]
         new = page_store.version(url, to_hash) if to_hash else (versions[-1] if versions else None)
         if new is None:
-            click.echo(f"{url}: no version of the page was ever retrievable; nothing to compare")
+            click.echo(printable(f"{url}: no version of the page was ever retrievable; nothing to compare"))
             return
         if from_hash:
             old = page_store.version(url, from_hash)
         else:
             earlier = versions[: [v.sha256 for v in versions].index(new.sha256)]
             if not earlier:
-                click.echo(f"{url}: no version recorded before {new.short}; nothing to compare")
+                click.echo(printable(f"{url}: no version recorded before {new.short}; nothing to compare"))
                 return
             old = earlier[-1]
         old_text = page_store.text(old.sha256 or "") or ""
@@ -74,10 +93,12 @@ def diff(url: str, from_hash: str | None, to_hash: str | None, store: str | None
         fromfile=f"{old.url} @ {old.short} (first seen {old.first_seen}; {', '.join(old.runs)})",
         tofile=f"{new.url} @ {new.short} (first seen {new.first_seen}; {', '.join(new.runs)})",
     ))
+    for note in stand_in_notes([old, new]):
+        click.echo(printable(note))
     if not lines:
-        click.echo(f"{url}: {old.short} and {new.short} are the same version")
+        click.echo(printable(f"{url}: {old.short} and {new.short} are the same version"))
         return
-    _print_diff(lines)
+    _print_diff([printable(line) for line in lines])
 
 
 def _known_versions(page_store: PageStore, url: str) -> list[PageRecord]:
@@ -85,13 +106,19 @@ def _known_versions(page_store: PageStore, url: str) -> list[PageRecord]:
     if versions:
         return versions
     known = page_store.urls()
-    listing = "\n".join(f"  {u}" for u in known) if known else "  (none: no run under the cassettes folder read a page)"
-    raise UsageError(f"no recorded version of {url}; the page store knows:\n{listing}")
+    listing = "\n".join(f"  {printable(u)}" for u in known) if known else "  (none: no run under the cassettes folder read a page)"
+    raise UsageError(f"no recorded version of {printable(url)}; the page store knows:\n{listing}")
 
 
 def _version_json(v: PageRecord) -> dict[str, object]:
     return {"sha256": v.sha256, "hash": v.short if v.sha256 else None, "first_seen": v.first_seen,
-            "last_seen": v.last_seen, "runs": list(v.runs), "size": v.size}
+            "last_seen": v.last_seen, "runs": list(v.runs), "size": v.size, "stand_in_runs": list(v.stand_in_runs)}
+
+
+def stand_in_notes(versions: list[PageRecord]) -> list[str]:
+    """The note every reader must see when some of these versions came from the local Learn stand-in."""
+    runs = list(dict.fromkeys(r for v in versions for r in v.stand_in_runs))
+    return [f"{STAND_IN_LEARN_NOTE}: {', '.join(runs)}"] if runs else []
 
 
 def _print_diff(lines: list[str]) -> None:

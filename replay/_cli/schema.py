@@ -6,9 +6,10 @@ import click
 
 from .._io import dump_json
 from .._records import SCHEMAS, json_schema
+from ._output import examples
 
 
-@click.command("schema")
+@click.command("schema", epilog=examples("judge-replay schema claims > claims.schema.json"))
 @click.argument("name", type=click.Choice(sorted(SCHEMAS)))
 def command(name: str) -> None:
     """Print the JSON Schema of NAME: claims, gold, results, run (run.json), grade (grade --json),

@@ -10,8 +10,11 @@ from types import FrameType
 
 import click
 
+from .._commands import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT
 from .._errors import UsageError
 from .._sim import StandIn, start_learn, start_model
+from .._sim.batches import BatchSettings
+from ._output import examples
 
 
 def _serve(handle: StandIn, what: str) -> None:
@@ -37,41 +40,78 @@ def _serve(handle: StandIn, what: str) -> None:
 
 
 def _port_error(port: int, exc: OSError) -> UsageError:
-    return UsageError(f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}); try another --port, or 0")
+    return UsageError(f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}); try another --port, or 0 for any free port")
 
 
 def _log(line: str) -> None:
     click.echo(line, err=True)
 
 
-@click.group("sim")
+_VERBOSE = click.option("--verbose", is_flag=True, help="Log one line per request on stderr.")
+_QUIET = click.option("--quiet", is_flag=True, hidden=True, help="No request log (the default; kept for old scripts).")
+
+
+@click.group("sim", epilog=examples("judge-replay sim learn --pages demo/pages/2026-06 &",
+                                      "judge-replay sim model &"))
 def command() -> None:
     """Run a local stand-in server on 127.0.0.1 (test equipment, for offline tests and the demo)."""
 
 
-@command.command("learn")
+@command.command("learn", epilog=examples("judge-replay sim learn --pages demo/pages/2026-06 &"))
 @click.option("--pages", "pages", required=True, type=click.Path(path_type=Path),
               help="Folder of *.md pages, each with YAML front matter giving its `url:`.")
-@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
-              help="Port to listen on (0: any free port).")
-@click.option("--quiet", is_flag=True, help="Do not log each request on stderr.")
-def learn(pages: Path, port: int, quiet: bool) -> None:
+@click.option("--port", type=click.IntRange(0, 65535), default=LEARN_STAND_IN_PORT, show_default=True,
+              help="Port to listen on (0: any free port). Runs recorded against stand-ins store this default port.")
+@click.option("--strict-sessions", is_flag=True,
+              help="Require the session on every request after initialize (unknown or expired: 404). The real "
+              "server issues sessions but does not require them.")
+@click.option("--fail-first", type=click.IntRange(0), default=0, metavar="N",
+              help="The first N tool calls get --fail-status (with retry-after: 0), to exercise retries.")
+@click.option("--fail-status", type=click.Choice(["408", "429", "500", "502", "503", "504"]), default="503",
+              show_default=True, help="The HTTP status of the failures --fail-first plans.")
+@click.option("--flaky", is_flag=True, help="The first attempt of each distinct tool call gets 503.")
+@_VERBOSE
+@_QUIET
+def learn(pages: Path, port: int, strict_sessions: bool, fail_first: int, fail_status: str, flaky: bool,
+          verbose: bool, quiet: bool) -> None:
     """Serve a folder of pages as the Learn MCP endpoint; prints the endpoint URL first."""
     try:
-        handle = start_learn(pages, port, log=None if quiet else _log)
+        handle = start_learn(pages, port, log=_log if verbose else None, strict_sessions=strict_sessions,
+                             fail_first=fail_first, fail_status=int(fail_status), flaky=flaky)
     except OSError as exc:
         raise _port_error(port, exc) from exc
     _serve(handle, "Learn MCP")
 
 
-@command.command("model")
-@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
-              help="Port to listen on (0: any free port).")
-@click.option("--quiet", is_flag=True, help="Do not log each request on stderr.")
-def model(port: int, quiet: bool) -> None:
-    """Serve the Messages API with a deterministic judge policy; prints the base URL first."""
+@command.command("model", epilog=examples("judge-replay sim model &"))
+@click.option("--port", type=click.IntRange(0, 65535), default=MODEL_STAND_IN_PORT, show_default=True,
+              help="Port to listen on (0: any free port). Runs recorded against stand-ins store this default port.")
+@click.option("--no-thinking", is_flag=True,
+              help="Answer in the older models' shape: no thinking blocks before text and tool calls.")
+@click.option("--fetch-per-turn", type=click.IntRange(0), default=0, show_default=True, metavar="N",
+              help="At most N tool calls per model turn, as real agents often make (0: every page in one turn).")
+@click.option("--batch-delay", type=click.FloatRange(0), default=0.0, show_default=True, metavar="SECONDS",
+              help="How long a message batch stays in progress.")
+@click.option("--batch-errored", metavar="TEXT", default=None,
+              help="Batch entries whose custom_id contains TEXT are errored on their first submission.")
+@click.option("--batch-expired", metavar="TEXT", default=None,
+              help="Batch entries whose custom_id contains TEXT expire on their first submission.")
+@_VERBOSE
+@_QUIET
+def model(port: int, no_thinking: bool, fetch_per_turn: int, batch_delay: float, batch_errored: str | None,
+          batch_expired: str | None, verbose: bool, quiet: bool) -> None:
+    """Serve the Messages API with a deterministic judge policy; prints the base URL first.
+
+    Like current models it answers with signed thinking blocks, which must come back unchanged.
+    Model names steer it: one containing "flaky" fails the first attempt of each request with 529;
+    a retired model (claude-2.1, claude-3-opus-20240229, ..., or a name containing "retired") gets
+    the API's 404. A claim containing "[stand-in: context window exceeded]" makes the final answer
+    stop with model_context_window_exceeded.
+    """
     try:
-        handle = start_model(port, log=None if quiet else _log)
+        handle = start_model(port, log=_log if verbose else None, thinking=not no_thinking,
+                             fetch_per_turn=fetch_per_turn,
+                             batch_settings=BatchSettings(batch_delay, batch_errored, batch_expired))
     except OSError as exc:
         raise _port_error(port, exc) from exc
     _serve(handle, "Messages API")

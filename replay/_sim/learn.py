@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import threading
 import uuid
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,29 +18,83 @@ import yaml
 from .._errors import InputError
 from .._mcp import (
     FETCH_TOOL,
+    NOT_LEARN_REFUSAL,
+    PROTOCOL_VERSION_HEADER,
     SEARCH_TOOL,
     SESSION_HEADER,
     missing_page_text,
     normalise_learn_url,
-    sse_message,
 )
 from .._text import tokens
 from ._http import Log, StandIn, StandInHandler, StandInServer
 
 ENDPOINT_PATH = "/api/mcp"
-SERVER_NAME = "judge-replay Learn stand-in (test equipment)"
-SUPPORTED_PROTOCOLS = ("2025-03-26", "2025-06-18")
+LEARN_HOST = "learn.microsoft.com"
+SERVER_INFO = {"name": "Microsoft Learn MCP Server", "version": "1.0.0"}
+"""What the real server answers `initialize` with (a transcript of 2026-08); the stand-in says it is test
+equipment in the `x-judge-replay-stand-in` header of every reply, as the model stand-in does."""
+SUPPORTED_PROTOCOLS = ("2024-11-05", "2025-03-26", "2025-06-18")
+"""The revisions the C# MCP SDK (which such servers use) speaks: a supported version asked for is
+answered as is, any other with the latest."""
 LATEST_PROTOCOL = "2025-06-18"
 SEARCH_LIMIT = 10
 SEARCH_CONTENT_CHARS = 1500
-SESSION_NOT_FOUND = {"error": {"code": -32001, "message": "Session not found"}, "id": "", "jsonrpc": "2.0"}
-"""The reply body of the usual MCP server (C# SDK) to an unknown or expired session, key order kept."""
+TRANSIENT_STATUSES = {408: "Request Timeout", 429: "Too Many Requests", 500: "Internal Server Error",
+                      502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
+"""The failures `fail_next` / `flaky` can plan (what a CDN in front of Learn answers now and then)."""
+RESPONSE_HEADERS = {
+    "akamai-cache-status": "Miss from child, Miss from parent",
+    "cache-control": "no-cache,no-store",
+    "expires": "-1",
+    "request-context": "appId=cid-v1:00000000-0000-0000-0000-000000000000",
+    "strict-transport-security": "max-age=31536000; includeSubDomains",
+    "x-content-type-options": "nosniff",
+    "x-powered-by": "ASP.NET",
+}
+"""Constant headers from the real server's header set (values made up where the probe gave only the
+name). Left out: `date` (two identical runs then give identical replies), `set-cookie`, `nel` and
+`report-to` (nothing a client uses). `x-azure-ref` is derived from the request body; SSE replies add
+`content-encoding: identity`, as the C# SDK does."""
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
-# Learn's search JSON uses .NET escaping; these characters never occur in JSON syntax, only in strings.
-_DOTNET_ESCAPES = {"'": "\\u0027", "`": "\\u0060", "<": "\\u003C", ">": "\\u003E", "&": "\\u0026", "+": "\\u002B"}
+_DOTNET_SHORT = {'\\': '\\\\', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+_DOTNET_SAFE = frozenset(chr(c) for c in range(0x20, 0x7F)) - set('"&\'+<>`\\')
+
+
+def _dotnet_string(text: str) -> str:
+    """A JSON string as .NET's default encoder (System.Text.Json) writes it: printable ASCII as is, except
+    the HTML-sensitive `"&'+<>` and the backtick, which become `\\u0022`...; every non-ASCII character as
+    `\\uXXXX` (upper-case hex, UTF-16: a surrogate pair for characters beyond the BMP)."""
+    out = ['"']
+    for char in text:
+        if char in _DOTNET_SAFE:
+            out.append(char)
+        elif char in _DOTNET_SHORT:
+            out.append(_DOTNET_SHORT[char])
+        else:
+            data = char.encode("utf-16-be")
+            out.extend(f"\\u{int.from_bytes(data[i:i + 2], 'big'):04X}" for i in range(0, len(data), 2))
+    out.append('"')
+    return "".join(out)
+
+
+def dotnet_json(value: Any) -> str:
+    """Compact JSON written the way the real server (ASP.NET, System.Text.Json) writes it; key order kept."""
+    if isinstance(value, str):
+        return _dotnet_string(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_dotnet_string(str(k))}:{dotnet_json(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(dotnet_json(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def dotnet_sse(payload: dict[str, Any]) -> str:
+    """One SSE `event: message` with CRLF line ends carrying a JSON-RPC message in .NET's JSON."""
+    return f"event: message\r\ndata: {dotnet_json(payload)}\r\n\r\n"
+
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -177,10 +232,16 @@ def search_text(pages: dict[str, Page], query: str) -> str:
         }
         for _, page, section in scored[:SEARCH_LIMIT]
     ]
-    text = json.dumps({"results": results}, ensure_ascii=True, separators=(",", ":"))
-    for char, escaped in _DOTNET_ESCAPES.items():
-        text = text.replace(char, escaped)
-    return text
+    return dotnet_json({"results": results})
+
+
+def is_learn_url(url: str) -> bool:
+    """Whether the fetch tool serves this URL at all (the real server refuses any other host)."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and (parts.hostname or "").lower() == LEARN_HOST
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -197,13 +258,41 @@ class ToolError(Exception):
         self.message = message
 
 
-class LearnApp:
-    """The stand-in's state: the page folder (reloaded when its files change) and the open sessions."""
+@dataclass(frozen=True)
+class LearnRequest:
+    """One HTTP request the stand-in answered, as tests check it: what came in and the status it got."""
 
-    def __init__(self, pages_dir: Path) -> None:
+    http_method: str
+    rpc_method: str | None
+    """The JSON-RPC method (None for a DELETE, a GET or a body that is no JSON-RPC message)."""
+    status: int
+    session: str | None
+    protocol_version: str | None
+    """The `MCP-Protocol-Version` header, if sent."""
+
+
+@dataclass
+class _FailurePlan:
+    """Planned transient failures: the next `count` requests of `method` get `status`."""
+
+    count: int
+    status: int
+    method: str | None
+    retry_after: str
+
+
+class LearnApp:
+    """The stand-in's state: the page folder (reloaded when its files change), sessions, planned failures."""
+
+    def __init__(self, pages_dir: Path, *, strict_sessions: bool, flaky: bool) -> None:
         self._lock = threading.Lock()
         self.sessions: set[str] = set()
+        self.strict_sessions = strict_sessions
+        self.flaky = flaky
+        self._failed_once: set[str] = set()
+        self._plans: list[_FailurePlan] = []
         self.calls: list[str] = []
+        self.requests: list[LearnRequest] = []
         self.set_pages(pages_dir)
 
     def set_pages(self, pages_dir: Path) -> None:
@@ -225,8 +314,13 @@ class LearnApp:
                     self._state, self._pages = now, pages
         return pages
 
-    def open_session(self) -> str:
-        session = uuid.uuid4().hex
+    # ------------------------------------------------------------------ sessions
+
+    def open_session(self, client_info: dict[str, Any]) -> str:
+        """A session id shaped like the real server's: base64 of JSON echoing the client info plus a
+        per-session id."""
+        echo = {"clientInfo": client_info, "sessionId": uuid.uuid4().hex}
+        session = base64.b64encode(json.dumps(echo, separators=(",", ":")).encode("utf-8")).decode("ascii")
         with self._lock:
             self.sessions.add(session)
         return session
@@ -242,6 +336,31 @@ class LearnApp:
     def expire_sessions(self) -> None:
         with self._lock:
             self.sessions.clear()
+            self.strict_sessions = True
+
+    # ------------------------------------------------------------------ planned failures
+
+    def plan_failures(self, count: int, status: int, method: str | None, retry_after: str) -> None:
+        if status not in TRANSIENT_STATUSES:
+            raise ValueError(f"not a transient failure status: {status} (one of {sorted(TRANSIENT_STATUSES)})")
+        with self._lock:
+            self._plans.append(_FailurePlan(count, status, method, retry_after))
+
+    def planned_failure(self, method: str | None, body: bytes) -> _FailurePlan | None:
+        """The failure this request gets, if one is planned for it (a planned one first, then `flaky`)."""
+        with self._lock:
+            for plan in self._plans:
+                if plan.count > 0 and (plan.method is None or plan.method == method):
+                    plan.count -= 1
+                    return plan
+            if self.flaky and method == "tools/call":
+                key = _request_key(body)
+                if key not in self._failed_once:
+                    self._failed_once.add(key)
+                    return _FailurePlan(0, 503, method, "0")
+        return None
+
+    # ------------------------------------------------------------------ tools
 
     def call_tool(self, params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
@@ -253,8 +372,11 @@ class LearnApp:
             if not isinstance(url, str) or not url:
                 raise ToolError(-32602, f"Invalid params: {FETCH_TOOL} requires a string argument 'url'")
             self.calls.append(f"tools/call {FETCH_TOOL} {url}")
-            page = self.pages().get(normalise_learn_url(url))
-            text = page.body if page is not None else missing_page_text(url)
+            if not is_learn_url(url):
+                text = NOT_LEARN_REFUSAL
+            else:
+                page = self.pages().get(normalise_learn_url(url))
+                text = page.body if page is not None else missing_page_text(url)
         elif name == SEARCH_TOOL:
             query = arguments.get("query")
             if not isinstance(query, str):
@@ -262,7 +384,7 @@ class LearnApp:
             self.calls.append(f"tools/call {SEARCH_TOOL} {query}")
             text = search_text(self.pages(), query)
         else:
-            raise ToolError(-32602, f"Unknown tool: {name}")
+            raise ToolError(-32602, f"Unknown tool: '{name}'")
         return {"content": [{"type": "text", "text": text}]}
 
     def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -277,15 +399,29 @@ class LearnApp:
         raise ToolError(-32601, f"Method not found: {method}")
 
 
-def _server_version() -> str:
+def _request_key(body: bytes) -> str:
+    """What makes two requests "the same request" for `flaky`: the body without its JSON-RPC id."""
     try:
-        return metadata.version("judge-replay")
-    except metadata.PackageNotFoundError:
-        return "0"
+        message = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return hashlib.sha256(body).hexdigest()
+    if isinstance(message, dict):
+        message.pop("id", None)
+    return hashlib.sha256(json.dumps(message, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def _error_body(code: int, message: str) -> str:
+    """A JSON-RPC error outside any request (the C# SDK's shape and key order)."""
+    return dotnet_json({"error": {"code": code, "message": message}, "id": "", "jsonrpc": "2.0"})
+
+
+def _accepts_json_and_sse(accept: str | None) -> bool:
+    types = {part.split(";")[0].strip().lower() for part in (accept or "").split(",")}
+    return "application/json" in types and "text/event-stream" in types
 
 
 class LearnHandler(StandInHandler):
-    """MCP Streamable HTTP, as Learn speaks it: POST only, one SSE event per request reply."""
+    """MCP Streamable HTTP as Learn speaks it: POST only, one SSE event per request reply, .NET JSON."""
 
     stand_in = "learn"
 
@@ -299,69 +435,108 @@ class LearnHandler(StandInHandler):
         self.reply(404, "Not Found: the Learn stand-in serves MCP at /api/mcp\n", "text/plain; charset=utf-8")
         return False
 
-    def _session_not_found(self) -> None:
-        self.reply(404, json.dumps(SESSION_NOT_FOUND, separators=(",", ":")), "application/json")
+    def _note(self, rpc_method: str | None, status: int) -> None:
+        self.app.requests.append(LearnRequest(
+            self.command, rpc_method, status, self.headers.get(SESSION_HEADER), self.headers.get(PROTOCOL_VERSION_HEADER)))
 
-    def _sse(self, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        self.reply(200, sse_message(payload), "text/event-stream", headers)
+    def _answer(self, rpc_method: str | None, status: int, body: str = "", content_type: str | None = None,
+                headers: dict[str, str] | None = None) -> None:
+        self._note(rpc_method, status)
+        ref = hashlib.sha256(f"{self.command} {body}".encode()).hexdigest()[:32].upper()
+        self.reply(status, body, content_type, {**RESPONSE_HEADERS, "x-azure-ref": f"0{ref}", **(headers or {})})
+
+    def _json_error(self, rpc_method: str | None, status: int, code: int, message: str) -> None:
+        self._answer(rpc_method, status, _error_body(code, message), "application/json; charset=utf-8")
+
+    def _sse(self, rpc_method: str, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        self._answer(rpc_method, 200, dotnet_sse(payload), "text/event-stream",
+                     {"content-encoding": "identity", **(headers or {})})
+
+    def _not_allowed(self) -> None:
+        self._answer(None, 405, "", None, {"Allow": "POST"})
 
     def do_GET(self) -> None:
         if self._on_endpoint():
-            self.reply(405, b"", headers={"Allow": "POST, DELETE"})
+            self._not_allowed()
 
     def do_PUT(self) -> None:
         self.do_GET()
 
     def do_DELETE(self) -> None:
+        """Like the real (stateless) server: 405. With strict sessions: end the session (200), or 404."""
         if not self._on_endpoint():
             return
+        if not self.app.strict_sessions:
+            return self._not_allowed()
         session = self.headers.get(SESSION_HEADER)
-        if not self.app.has_session(session):
-            return self._session_not_found()
-        assert session is not None
+        if session is None or not self.app.has_session(session):
+            return self._json_error(None, 404, -32001, "Session not found")
         self.app.close_session(session)
         self.app.calls.append("DELETE")
-        self.reply(200)
+        self._answer(None, 200)
 
     def do_POST(self) -> None:
         if not self._on_endpoint():
             return
+        body = self.read_body()
         try:
-            message = json.loads(self.read_body() or b"null")
+            message = json.loads(body or b"null")
         except (json.JSONDecodeError, UnicodeDecodeError):
             message = None
+        method = message.get("method") if isinstance(message, dict) else None
+        rpc_method = method if isinstance(method, str) else None
+        if not _accepts_json_and_sse(self.headers.get("Accept")):
+            return self._json_error(rpc_method, 406, -32000,
+                                    "Not Acceptable: Client must accept both application/json and text/event-stream")
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            error = {"error": {"code": -32700, "message": "Parse error: expected one JSON-RPC 2.0 message"},
-                     "id": "", "jsonrpc": "2.0"}
-            return self.reply(400, json.dumps(error, separators=(",", ":")), "application/json")
-        method = message.get("method")
-        if method == "initialize":
+            return self._json_error(None, 400, -32000, "Bad Request: The POST body did not contain a valid JSON-RPC message.")
+        failure = self.app.planned_failure(rpc_method, body)
+        if failure is not None:
+            self._note(rpc_method, failure.status)
+            return self.reply(failure.status, f"{TRANSIENT_STATUSES[failure.status]} (judge-replay Learn stand-in: "
+                              "a planned transient failure)\n", "text/plain; charset=utf-8",
+                              {"retry-after": failure.retry_after})
+        version = self.headers.get(PROTOCOL_VERSION_HEADER)
+        if version is not None and version not in SUPPORTED_PROTOCOLS:
+            return self._json_error(rpc_method, 400, -32000, "Bad Request: The MCP-Protocol-Version header contains "
+                                    f"an unsupported version '{version}' (supported: {', '.join(SUPPORTED_PROTOCOLS)})")
+        if rpc_method == "initialize":
             return self._initialize(message)
-        if not self.app.has_session(self.headers.get(SESSION_HEADER)):
-            return self._session_not_found()
-        if "id" not in message or not isinstance(method, str):
-            return self.reply(202)  # a notification, or a reply from the client
+        if self.app.strict_sessions:
+            session = self.headers.get(SESSION_HEADER)
+            if not session:
+                return self._json_error(rpc_method, 400, -32000, "Bad Request: Mcp-Session-Id header is required")
+            if not self.app.has_session(session):
+                return self._json_error(rpc_method, 404, -32001, "Session not found")
+        if "id" not in message or rpc_method is None:
+            return self._answer(rpc_method, 202)  # a notification, or a reply from the client
         params = _object(message.get("params"))
         try:
-            result = self.app.answer(method, params)
+            result = self.app.answer(rpc_method, params)
         except ToolError as err:
-            return self._sse({"error": {"code": err.code, "message": err.message}, "jsonrpc": "2.0", "id": message["id"]})
+            return self._sse(rpc_method, {"error": {"code": err.code, "message": err.message}, "jsonrpc": "2.0",
+                                          "id": message["id"]})
         except InputError as err:  # the page folder was changed into something unreadable
-            return self._sse({"error": {"code": -32603, "message": str(err)}, "jsonrpc": "2.0", "id": message["id"]})
-        self._sse({"result": result, "jsonrpc": "2.0", "id": message["id"]})
+            return self._sse(rpc_method, {"error": {"code": -32603, "message": str(err)}, "jsonrpc": "2.0",
+                                          "id": message["id"]})
+        self._sse(rpc_method, {"result": result, "jsonrpc": "2.0", "id": message["id"]})
 
     def _initialize(self, message: dict[str, Any]) -> None:
         params = _object(message.get("params"))
+        client_info = params.get("clientInfo")
+        if not isinstance(client_info, dict):
+            # the real server's answer to an `initialize` without clientInfo: .NET's deserialisation error
+            self._note("initialize", 500)
+            return self.reply(500, "System.Text.Json.JsonException: JSON deserialization for type "
+                              "'ModelContextProtocol.Protocol.InitializeRequestParams' was missing required "
+                              "properties including: 'clientInfo'.\n", "text/plain; charset=utf-8")
         asked = params.get("protocolVersion")
         version = asked if asked in SUPPORTED_PROTOCOLS else LATEST_PROTOCOL
-        session = self.app.open_session()
+        session = self.app.open_session(client_info)
         self.app.calls.append("initialize")
-        result: dict[str, Any] = {
-            "protocolVersion": version,
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": SERVER_NAME, "version": _server_version()},
-        }
-        self._sse({"result": result, "jsonrpc": "2.0", "id": message.get("id")}, {SESSION_HEADER: session})
+        result: dict[str, Any] = {"protocolVersion": version, "capabilities": {}, "serverInfo": SERVER_INFO}
+        self._sse("initialize", {"result": result, "jsonrpc": "2.0", "id": message.get("id")},
+                  {SESSION_HEADER: session})
 
 
 class LearnStandIn(StandIn):
@@ -380,20 +555,39 @@ class LearnStandIn(StandIn):
         """Every MCP call served, in order (`initialize`, `tools/list`, `tools/call <tool> <arg>`, `DELETE`)."""
         return self.app.calls
 
+    @property
+    def requests(self) -> list[LearnRequest]:
+        """Every HTTP request answered, in order, failures and refusals included."""
+        return self.app.requests
+
     def set_pages(self, pages_dir: Path) -> None:
         """Serve another folder of pages from now on (raises InputError if it is malformed)."""
         self.app.set_pages(pages_dir)
 
     def expire_sessions(self) -> None:
-        """Forget every session: the next request of each client gets 404 "Session not found"."""
+        """Forget every session and require one from now on (strict sessions): the next request of each
+        client gets 404 "Session not found", as when a stateful server's sessions expire."""
         self.app.expire_sessions()
 
+    def fail_next(self, count: int = 1, status: int = 503, *, method: str | None = "tools/call",
+                  retry_after: str = "0") -> None:
+        """Make the next `count` requests of JSON-RPC `method` (None: any POST) fail with `status` (408,
+        429 or 5xx) and `retry-after`, as the CDN in front of Learn does now and then."""
+        self.app.plan_failures(count, status, method, retry_after)
 
-def start_learn(pages_dir: Path, port: int = 0, *, log: Log | None = None) -> LearnStandIn:
+
+def start_learn(pages_dir: Path, port: int = 0, *, log: Log | None = None, strict_sessions: bool = False,
+                fail_first: int = 0, fail_status: int = 503, flaky: bool = False) -> LearnStandIn:
     """Serve the pages under `pages_dir` on 127.0.0.1:`port` (0: any free port) in a daemon thread.
 
-    Raises InputError, naming the file, when the folder or a page in it is malformed.
+    Like the real server, sessions are issued but not required; `strict_sessions` requires them (a
+    missing one gets 400, an unknown or expired one 404, DELETE ends one). `fail_first` N: the first N
+    `tools/call` requests get `fail_status` with `retry-after: 0`; `flaky`: the first attempt of each
+    distinct tool call (its body without the JSON-RPC id) gets 503. Raises InputError, naming the file,
+    when the folder or a page in it is malformed.
     """
-    app = LearnApp(Path(pages_dir))
+    app = LearnApp(Path(pages_dir), strict_sessions=strict_sessions, flaky=flaky)
+    if fail_first:
+        app.plan_failures(fail_first, fail_status, "tools/call", "0")
     server = StandInServer(port, LearnHandler, app, log)
     return LearnStandIn(server, f"http://127.0.0.1:{server.server_address[1]}{ENDPOINT_PATH}")

@@ -4,12 +4,25 @@ Stateless: where a conversation stands is read from its message history. Turn 1 
 distinct `evidence_url` and searches the text of each claim without one (all in one assistant turn);
 turn 2, if there were searches, fetches each search's first `contentUrl` not fetched yet; the last
 turn is the prompt's strict JSON. Every id is derived from a sha256 of the request body, so identical
-runs give byte-identical traffic. A model name containing "flaky" makes the first attempt of each
-distinct request body fail with 529 `overloaded_error`, to exercise retry handling.
+runs give byte-identical traffic.
+
+Like current models (Claude Sonnet 5.x), each answer starts with a `thinking` block whose `signature`
+binds it to the model and the conversation (its first turn); the assistant turns sent back must carry
+those blocks unchanged: a changed one gets the API's 400 "Invalid `signature` in `thinking` block", and
+a tool-use turn sent back without its thinking block the 400 that asks for it. Forced tool use
+(`tool_choice` any/tool) is the API's 400 for thinking models. `thinking=False` answers in the older
+models' shape (no thinking blocks; only the signatures of blocks sent anyway are checked).
+
+Switches for tests, in the request: a model name containing "flaky" fails the first attempt of each
+distinct request body with 529 `overloaded_error`; a retired model (`RETIRED_MODELS`, or a name
+containing "retired") gets the API's 404 `not_found_error` naming it; a claim whose text contains
+`CONTEXT_EXCEEDED_MARKER` makes the final answer stop with `model_context_window_exceeded`, its JSON cut
+in half.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -18,13 +31,24 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._cache_control import without_breakpoints
 from .._mcp import FETCH_TOOL, SEARCH_TOOL, is_missing_page, normalise_learn_url, search_result_urls
 from .._prompts import parse_rendered_batch
 from ._http import Log, StandIn, StandInHandler, StandInServer
+from .batches import BATCHES_PATH, BatchApp, BatchSettings, CacheLedger, serve_batches
 from .policy import judge_claim
 
 MESSAGES_PATH = "/v1/messages"
 FLAKY_MARKER = "flaky"
+RETIRED_MARKER = "retired"
+RETIRED_MODELS = frozenset({
+    "claude-2.0", "claude-2.1", "claude-instant-1.2", "claude-3-sonnet-20240229", "claude-3-opus-20240229",
+    "claude-3-5-sonnet-20240620", "claude-3-5-sonnet-20241022",
+})
+"""Model ids the API no longer serves (it answers them 404 `not_found_error`, "model: <id>")."""
+CONTEXT_EXCEEDED_MARKER = "[stand-in: context window exceeded]"
+FORCED_TOOL_USE = "Thinking may not be enabled when tool_choice forces tool use."
+_THINKING_TYPES = ("thinking", "redacted_thinking")
 _FILE_HEADING = re.compile(r"## Batch to judge \(from `([^`]*)`\)")
 _FILE_IN_SCHEMA = re.compile(r'\{"file":"([^"{}]*)"')
 
@@ -111,7 +135,7 @@ class Conversation:
     def _record_result(self, name: str, arguments: dict[str, Any], text: str, is_error: bool) -> None:
         _, key = _tool_key(name, arguments)
         if name == FETCH_TOOL:
-            self.pages[key] = None if is_error or is_missing_page(text) else text
+            self.pages[key] = None if is_missing_page(text, is_error) else text
         elif name == SEARCH_TOOL:
             self.searches[key] = [] if is_error else search_result_urls(text)
 
@@ -164,6 +188,57 @@ class Conversation:
         return {"file": self.file, "results": results}
 
 
+def thinking_signature(request: dict[str, Any], thinking: str) -> str:
+    """The signature of a thinking block: binds its text to the model and the conversation (the system
+    prompt and first user turn), as the API's signatures do; deterministic, so identical runs agree.
+    Prompt-caching breakpoints are left out: adding one, or changing its lifetime, changes no answer."""
+    request = without_breakpoints(request)
+    first_user = next((m.get("content") for m in request["messages"] if m.get("role") == "user"), "")
+    conversation = json.dumps([request.get("system"), first_user], sort_keys=True, ensure_ascii=False)
+    digest = hashlib.sha256("\0".join(["judge-replay stand-in", str(request["model"]), conversation, thinking]).encode())
+    return base64.b64encode(b"stand-in:" + digest.digest()).decode("ascii")
+
+
+def _check_thinking(request: dict[str, Any], required: bool) -> None:
+    """The API's checks of the thinking blocks sent back (module docstring)."""
+    messages = request["messages"]
+    for i, message in enumerate(messages):
+        content = message.get("content")
+        if message.get("role") != "assistant" or not isinstance(content, list):
+            continue
+        for j, block in enumerate(content):
+            if isinstance(block, dict) and block.get("type") == "thinking":
+                text, signature = block.get("thinking"), block.get("signature")
+                if not isinstance(text, str) or signature != thinking_signature(request, text):
+                    raise ApiError(400, "invalid_request_error", f"messages.{i}.content.{j}: Invalid `signature` in "
+                                   "`thinking` block")
+    if not required:
+        return
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+    if last is None:
+        return
+    content = messages[last].get("content")
+    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    first = blocks[0].get("type") if blocks else "text"
+    if any(b.get("type") == "tool_use" for b in blocks) and first not in _THINKING_TYPES:
+        raise ApiError(400, "invalid_request_error", f"messages.{last}.content.0.type: Expected `thinking` or "
+                       f"`redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` "
+                       "message must start with a thinking block (preceeding the lastmost set of `tool_use` and "
+                       "`tool_result` blocks). We recommend you include thinking blocks from previous turns. To "
+                       "avoid this requirement, disable `thinking`. Please consult our documentation at "
+                       "https://docs.claude.com/en/docs/build-with-claude/extended-thinking")
+
+
+def _check_model(model: str) -> None:
+    if model in RETIRED_MODELS or RETIRED_MARKER in model:
+        raise ApiError(404, "not_found_error", f"model: {model}")
+
+
+def _forces_tool_use(request: dict[str, Any]) -> bool:
+    choice = request.get("tool_choice")
+    return isinstance(choice, dict) and choice.get("type") in ("any", "tool")
+
+
 def _validate(request: Any) -> dict[str, Any]:
     if not isinstance(request, dict):
         raise ApiError(400, "invalid_request_error", "The request body is not a JSON object")
@@ -183,10 +258,14 @@ def _validate(request: Any) -> dict[str, Any]:
     return request
 
 
-def respond(request: dict[str, Any], body: bytes) -> dict[str, Any]:
-    """The Messages API response to a valid request."""
+def respond(request: dict[str, Any], body: bytes, *, fetch_per_turn: int = 0, thinking: bool = True) -> dict[str, Any]:
+    """The Messages API response to a valid request (`thinking`: answer as current models do, module docstring)."""
+    _check_model(request["model"])
+    if thinking and _forces_tool_use(request):
+        raise ApiError(400, "invalid_request_error", FORCED_TOOL_USE)
+    _check_thinking(request, required=thinking)
     conversation = Conversation.read(request)
-    calls = conversation.next_calls()
+    calls = conversation.next_calls()[: fetch_per_turn or None]  # 0: every pending call in one turn
     if calls:
         content: list[dict[str, Any]] = [
             {"type": "tool_use", "id": f"toolu_{_digest(body, f'tool_use {i}')}", "name": name, "input": arguments}
@@ -194,10 +273,17 @@ def respond(request: dict[str, Any], body: bytes) -> dict[str, Any]:
         ]
         stop_reason = "tool_use"
         output = json.dumps([c["input"] for c in content], ensure_ascii=False)
+        thought = f"{len(conversation.claims)} claims to judge; {len(calls)} Learn call(s) to make before I decide."
     else:
         output = json.dumps(conversation.verdicts(), ensure_ascii=False, separators=(",", ":"))
-        content = [{"type": "text", "text": output}]
         stop_reason = "end_turn"
+        if any(CONTEXT_EXCEEDED_MARKER in str(c.get("claim") or "") for c in conversation.claims):
+            output, stop_reason = output[: len(output) // 2], "model_context_window_exceeded"
+        content = [{"type": "text", "text": output}]
+        thought = f"Every page the {len(conversation.claims)} claims need is in; applying the rules claim by claim."
+    if thinking:
+        content.insert(0, {"type": "thinking", "thinking": thought, "signature": thinking_signature(request, thought)})
+        output = thought + output
     prompt = json.dumps([request.get("system"), request["messages"]], ensure_ascii=False)
     return {
         "id": f"msg_{_digest(body, 'message')}",
@@ -211,6 +297,7 @@ def respond(request: dict[str, Any], body: bytes) -> dict[str, Any]:
             "input_tokens": max(1, len(prompt) // 4),
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
             "output_tokens": max(1, len(output) // 4),
             "service_tier": "standard",
         },
@@ -220,7 +307,12 @@ def respond(request: dict[str, Any], body: bytes) -> dict[str, Any]:
 class ModelApp:
     """The stand-in's only memory: which request bodies a flaky model has already failed once."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, fetch_per_turn: int = 0, batch_settings: BatchSettings | None = None,
+                 thinking: bool = True) -> None:
+        self.fetch_per_turn = fetch_per_turn
+        self.thinking = thinking
+        self.batches = BatchApp(batch_settings or BatchSettings())
+        self.cache = CacheLedger()
         self._lock = threading.Lock()
         self._failed_once: set[str] = set()
         self.requests: list[str] = []
@@ -253,9 +345,16 @@ class ModelHandler(StandInHandler):
         self._error(ApiError(404, "not_found_error", f"Not found: {self.command} {urlsplit(self.path).path}"),
                     f"req_{_digest(body, 'request ' + self.path)}")
 
-    do_GET = do_PUT = do_DELETE = do_PATCH = _not_found
+    do_PUT = do_DELETE = do_PATCH = _not_found
+
+    def do_GET(self) -> None:
+        if urlsplit(self.path).path.startswith(BATCHES_PATH):
+            return serve_batches(self)
+        return self._not_found()
 
     def do_POST(self) -> None:
+        if urlsplit(self.path).path.startswith(BATCHES_PATH):
+            return serve_batches(self)
         if urlsplit(self.path).path != MESSAGES_PATH:
             return self._not_found()
         body = self.read_body()
@@ -269,7 +368,8 @@ class ModelHandler(StandInHandler):
             if FLAKY_MARKER in request["model"] and self.app.first_attempt(body):
                 raise ApiError(529, "overloaded_error", "Overloaded (judge-replay model stand-in: flaky model, "
                                "first attempt of this request)")
-            response = respond(request, body)
+            response = respond(request, body, fetch_per_turn=self.app.fetch_per_turn, thinking=self.app.thinking)
+            self.app.cache.account(request, response["usage"])
         except ApiError as err:
             retry = {"retry-after": "0", "retry-after-ms": "1"} if err.status == 529 else None
             return self._error(err, request_id, retry)
@@ -289,7 +389,12 @@ class ModelStandIn(StandIn):
         return self.app.requests
 
 
-def start_model(port: int = 0, *, log: Log | None = None) -> ModelStandIn:
-    """Serve the Messages API stand-in on 127.0.0.1:`port` (0: any free port) in a daemon thread."""
-    server = StandInServer(port, ModelHandler, ModelApp(), log)
+def start_model(port: int = 0, *, log: Log | None = None, fetch_per_turn: int = 0,
+                batch_settings: BatchSettings | None = None, thinking: bool = True) -> ModelStandIn:
+    """Serve the Messages API stand-in on 127.0.0.1:`port` (0: any free port) in a daemon thread.
+    `fetch_per_turn` > 0: at most that many tool calls per turn (longer conversations, as real agents
+    make); `batch_settings`: how its Message Batches endpoints behave (`_sim.batches`); `thinking=False`:
+    answer in the older models' shape, without thinking blocks."""
+    server = StandInServer(port, ModelHandler, ModelApp(fetch_per_turn=fetch_per_turn,
+                                                        batch_settings=batch_settings, thinking=thinking), log)
     return ModelStandIn(server, f"http://127.0.0.1:{server.server_address[1]}")

@@ -31,9 +31,18 @@ Prompt-dependent behaviours (by the headings the prompt text contains: `R1 —` 
       R7 they stay value tokens compared as-is: "~15" must occur as a page token, which it normally
       will not.)
     - R5 (`R5 —`): where step 4 would say `not_grounded` and the claim has value tokens: if every
-      value token that does not occur in the page is a number and the quote line (the line sharing
-      the most subject words) carries a number within ±10% of each of them, `grounded`, rule "R5",
-      quote that line.
+      value token that does not occur in the page is a magnitude (below) and the claim's own line
+      carries a magnitude within ±10% of each of them, `grounded`, rule "R5", quote that line. The
+      claim's own line is, among the lines that contain every value token of the claim that does occur
+      in the page (the model name, the other figures: the claim's row, not another model's), the one
+      sharing the most subject words, and it must share at least two; no such line, no R5.
+      A magnitude is a count or an amount: a number token (SPEC "Numbers") that is not a year (a
+      bare four-digit 1900-2099, as in `2025`; `2,025` with a separator is a count) and not a
+      possible version number (a decimal without a `k`/`M` suffix, as in `4.1`; `1.5M` is an
+      amount). Dates (`2025-04-14`) and versions (`gpt-4.1`, `1.2.3`) are not numbers at all. Years,
+      dates and versions are compared exactly, never "within 10%": a model that retires in 2026 is
+      not the page's 2025. The numbers on the line are read the same way (a year on the line is no
+      equivalent of a claimed count).
     - R6 (`R6 —`): where step 4 would say `not_grounded` and the claim has no value tokens: if the
       quote line contains at least 75% of the subject words (rounded up), `grounded`, rule "R6",
       quote that line.
@@ -53,10 +62,11 @@ Prompt-dependent behaviours (by the headings the prompt text contains: `R1 —` 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .._text import line_token_set, parse_number, subject_words, value_tokens
+from .._text import line_token_set, parse_number, subject_words, tokens, value_tokens, without_thousands
 
 ILLUSTRATIVE_PREFIXES = ("~", "≈")
 LEGACY_MARKERS = ("before ", "legacy", "previous", "prior to", "retired")
@@ -65,6 +75,7 @@ RULE_HEADINGS = tuple(f"R{i} —" for i in range(1, 8))
 EXACT_VALUE_HEADING = "EXACT-VALUE RULE"
 R5_TOLERANCE = 0.10
 R6_SHARE = 0.75
+_YEAR = re.compile(r"^(19|20)\d\d$")
 
 
 def prompt_headings(prompt_text: str) -> frozenset[str]:
@@ -90,6 +101,20 @@ def _verdict(verdict: str, rule: str, quote: str, reason: str) -> dict[str, str]
 
 def _numbers(tokens: Iterable[str]) -> list[float]:
     return [n for n in (parse_number(t) for t in tokens) if n is not None]
+
+
+def is_magnitude(token: str) -> bool:
+    """Whether R5 may compare this (raw, lower-cased) token within 10%: a count or an amount, never a
+    year, a date or a version number (module docstring)."""
+    if parse_number(token) is None or _YEAR.match(token):
+        return False
+    plain = without_thousands(token)
+    return "." not in plain or plain[-1].isalpha()
+
+
+def _magnitudes(text: str) -> list[float]:
+    """The magnitudes among a text's tokens, as numbers."""
+    return [n for t in tokens(text) if is_magnitude(t) and (n := parse_number(t)) is not None]
 
 
 def _is_legacy(line: str) -> bool:
@@ -122,6 +147,8 @@ class _Judgement:
             self.dropped = [v for v in values if v.startswith(ILLUSTRATIVE_PREFIXES)]
             values = [v for v in values if not v.startswith(ILLUSTRATIVE_PREFIXES)]
         self.values = values
+        self.magnitudes = {without_thousands(t) for t in tokens(self.text) if is_magnitude(t)}
+        """The value tokens (normalised as in `values`) that are magnitudes, for R5."""
         self.subjects = _unique(subject_words(self.text))
         self.lines: list[str] = [ln for ln in (page or "").splitlines() if ln.strip()]
         self.line_tokens: list[set[str]] = [line_token_set(ln) for ln in self.lines]
@@ -215,10 +242,9 @@ class _Judgement:
             return None
         line = self.lines[index]
         if self.values and "R5" in self.headings:
-            missing = [v for v in self.values if v not in self.page_tokens]
-            on_line = _numbers(self.line_tokens[index])
-            if all(self.r5_match(v, on_line) for v in missing):
-                return _verdict("grounded", "R5", line, "the page states an equivalent value within 10%")
+            equivalent = self.r5()
+            if equivalent is not None:
+                return equivalent
         if not self.values and "R6" in self.headings:
             if self.shared_subjects(index) >= math.ceil(R6_SHARE * len(self.subjects)):
                 return _verdict("grounded", "R6", line, "the page line carries the core of the claim")
@@ -229,12 +255,22 @@ class _Judgement:
             return _verdict("not_grounded", "", line, f"the page does not state {' '.join(absent)}")
         return _verdict("not_grounded", "", line, "no page line carries every subject word of the claim")
 
-    @staticmethod
-    def r5_match(token: str, on_line: list[float]) -> bool:
-        value = parse_number(token)
-        if value is None:
-            return False
-        return any(abs(n - value) <= R5_TOLERANCE * abs(value) for n in on_line)
+    def r5(self) -> dict[str, str] | None:
+        """`grounded` R5 when every missing value is a magnitude within 10% of one on the claim's own line."""
+        missing = [v for v in self.values if v not in self.page_tokens]
+        if not missing or not all(v in self.magnitudes for v in missing):
+            return None
+        present = [v for v in self.values if v in self.page_tokens]
+        own_rows = [i for i in range(len(self.lines)) if all(v in self.line_tokens[i] for v in present)]
+        index = self.best_subject_line(own_rows)
+        if index is None or self.shared_subjects(index) < 2:
+            return None
+        on_line = _magnitudes(self.lines[index])
+        for token in missing:
+            value = parse_number(token)
+            if value is None or not any(abs(n - value) <= R5_TOLERANCE * abs(value) for n in on_line):
+                return None
+        return _verdict("grounded", "R5", self.lines[index], "the page states an equivalent value within 10%")
 
     def step5(self) -> dict[str, str]:
         if "R2" in self.headings and self.claim_type in EXISTENCE_CLAIM_TYPES:

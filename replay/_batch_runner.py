@@ -1,0 +1,650 @@
+"""How a run's model requests travel: direct with prompt caching, or (`judge --batch`) through Message Batches rounds.
+
+`ModelRoute` is what the runner hands each conversation: the cache lifetime of its next request
+(`_cache_control`), the HTTP client its anthropic client is built on, and a `conversation()` block
+around it.
+
+With batches, every conversation still runs `judge_file` unchanged in its own thread; its anthropic
+client's transport (`_BatchedTransport`: an httpx2 `HTTPTransport` whose connection pool is the rounds)
+does not send a `POST /v1/messages` but hands the request's JSON body to `BatchRounds` and blocks. When
+every running conversation waits for the model, the rounds thread submits their requests as one batch
+(`custom_id`: the claims file and the turn), polls it with a progress line, reads the results and
+answers each waiting request with the result's `message` as a 200 JSON response. The recorder patches
+`HTTPTransport`, so it keeps each model exchange exactly as a direct call: request body = the entry's
+`params`, response = its `message`; `--mode replay` replays the run with no batch at all. The batch
+traffic itself (create, polls, results) goes past the recorder (`_BatchApiTransport`), so no cassette
+and no counter holds it and replay never depends on how many polls a batch took; `run.json` keeps the
+batch ids (`batch_ids`).
+
+Errored and expired entries are resubmitted in the next round, up to `attempts` submissions in all;
+then (and at once for an `invalid_request_error`, which would fail again) the request gets the entry's
+error as an HTTP error response marked not to be retried, and becomes that file's error.
+
+Resume: the batch ids and, per entry, a digest of its params (without `cache_control`, which never
+changes an answer) are kept in a journal beside the run folder (`.judge-replay-staging/<run>.batches.json`,
+the run's staging area) from the moment a batch is created until the run folder is written. With
+`--resume`, a request whose digest a journaled batch holds is answered from that batch (waited for if
+it is still in progress), never submitted again; only new requests are submitted.
+
+`--max-cost` (`_cost.CostBudget`): in batch mode each round's new requests are checked before their batch
+is created (`BatchRounds._within_budget`); in direct mode each model call, in its conversation's transport
+(`_BudgetedConnection`). A refused request is answered with a `max_cost_reached` error, its file's error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import itertools
+import json
+import re
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpcore2
+import httpx2
+
+from ._cache_control import Lifetime, lifetime_for, without_breakpoints
+from ._cost import CostBudget, usage_from_response
+from ._errors import UsageError
+from ._io import atomic_write_text, display_path, read_json
+from ._learn import shared_ssl_context
+from ._mcp import STAND_IN_HEADER
+from ._runfolder import STAGING_FOLDER
+
+MAX_CONVERSATIONS = 500
+"""Conversations that take part in the rounds at once (each waits in a thread of its own)."""
+DEFAULT_ATTEMPTS = 3
+"""Submissions of one request in all before its error is final."""
+MAX_BATCH_REQUESTS = 100_000
+MAX_BATCH_BYTES = 200 * 1024 * 1024
+"""Below the API's 256 MB limit per batch: a bigger round is split into several batches."""
+POLL_SCHEDULE = (0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+"""Seconds between two polls of a batch: quick at first (small batches end fast), then every 30 s."""
+MAX_POLL_FAILURES = 20
+"""Polls in a row that may fail (network, 5xx after the SDK's own retries) before the round fails."""
+_WAIT_STEP = 0.2
+_Answer = tuple[int, dict[str, str], bytes]
+"""An HTTP answer to a waiting request: status, headers, body."""
+_STATUS_OF_ERROR = {"invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
+                    "not_found_error": 404, "request_too_large": 413, "rate_limit_error": 429,
+                    "api_error": 500, "overloaded_error": 529}
+
+
+def custom_id(claims_file: str, turn: int) -> str:
+    """The batch `custom_id` of a conversation's turn: readable, unique per claims file, within the API's
+    pattern `^[a-zA-Z0-9_-]{1,64}$`."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", claims_file).strip("-")[:40] or "file"
+    digest = hashlib.sha256(claims_file.encode("utf-8")).hexdigest()[:8]
+    return f"{slug}-{digest}-t{turn}"
+
+
+def request_digest(params: dict[str, Any]) -> str:
+    """What makes two Messages requests the same request for resume: their params without breakpoints."""
+    text = json.dumps(without_breakpoints(params), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def journal_path(run_dir: str | Path) -> Path:
+    """Where a batch run keeps its batch ids while it is in flight (beside the run, in its staging area)."""
+    run = Path(run_dir).absolute()
+    return run.parent / STAGING_FOLDER / f"{run.name}.batches.json"
+
+
+# --------------------------------------------------------------------------- the journal
+
+
+class BatchJournal:
+    """The batches a run submitted: id, and per entry custom_id -> request digest; saved after each change."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.batches: list[dict[str, Any]] = []
+        self._by_digest: dict[str, list[tuple[str, str]]] = {}
+
+    @classmethod
+    def open(cls, run_dir: str | Path | None, *, resume: bool) -> BatchJournal:
+        """The run's journal: a new one, or (`resume`) the one an interrupted run left; refuses to start
+        over a journal without `--resume` (its batches would be paid for twice)."""
+        if run_dir is None:
+            if resume:
+                raise UsageError("--resume needs --run DIR: the run folder of the interrupted batch run")
+            return cls(None)
+        journal = cls(journal_path(run_dir))
+        assert journal.path is not None
+        exists = journal.path.is_file()
+        if resume and not exists:
+            raise UsageError(f"nothing to resume: no batch run into {display_path(Path(run_dir))} was interrupted "
+                             f"({display_path(journal.path)} does not exist); run without --resume")
+        if exists and not resume:
+            raise UsageError(f"a batch run into {display_path(Path(run_dir))} was interrupted and its batches are "
+                             f"kept in {display_path(journal.path)}: add --resume to continue it without paying "
+                             "for them again, or delete that file to start over")
+        if exists:
+            data = read_json(journal.path)
+            batches = data.get("batches") if isinstance(data, dict) else None
+            if not isinstance(batches, list) or not all(
+                    isinstance(b, dict) and isinstance(b.get("id"), str) and isinstance(b.get("requests"), dict)
+                    for b in batches):
+                raise UsageError(f"{display_path(journal.path)}: not a batch journal of judge-replay; delete it to "
+                                 "start over")
+            for batch in batches:
+                journal._index(batch)
+        return journal
+
+    @property
+    def ids(self) -> list[str]:
+        return [str(b["id"]) for b in self.batches]
+
+    def add(self, batch_id: str, requests: dict[str, str]) -> None:
+        self._index({"id": batch_id, "requests": requests})
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.path, json.dumps({"version": 1, "batches": self.batches}, indent=1) + "\n")
+
+    def holders(self, digest: str) -> list[tuple[str, str]]:
+        """(batch id, custom_id) of every journaled entry with this request digest, newest first."""
+        return list(reversed(self._by_digest.get(digest, [])))
+
+    def _index(self, batch: dict[str, Any]) -> None:
+        self.batches.append(batch)
+        for cid, digest in batch["requests"].items():
+            self._by_digest.setdefault(str(digest), []).append((str(batch["id"]), str(cid)))
+
+    def remove(self) -> None:
+        """The run folder is written: the journal has done its job."""
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+            try:
+                self.path.parent.rmdir()
+            except OSError:
+                pass
+
+
+# --------------------------------------------------------------------------- the rounds
+
+
+@dataclass
+class _Waiting:
+    """One conversation's request waiting for its round."""
+
+    custom_id: str
+    params: dict[str, Any]
+    digest: str
+    attempts: int = 0
+    reserved_usd: float = 0.0
+    """What `--max-cost` reserved for this request's submission (released when its result is booked)."""
+    answer: _Answer | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class BatchRounds:
+    """Collects the waiting conversations' requests and runs one batch round at a time (a thread of its own)."""
+
+    def __init__(self, client: anthropic.Anthropic, journal: BatchJournal, *, conversations: int, workers: int,
+                 attempts: int = DEFAULT_ATTEMPTS, progress: bool = True, budget: CostBudget | None = None) -> None:
+        self._client = client
+        self._budget = budget
+        self.journal = journal
+        self._conversations = conversations
+        self._workers = max(1, min(workers, conversations))
+        self._attempts = attempts
+        self._progress = progress
+        self._cond = threading.Condition()
+        self._waiting: dict[str, _Waiting] = {}
+        self._finished = 0
+        self._stopping = False
+        self._error: BaseException | None = None
+        self._results: dict[str, dict[str, dict[str, Any]]] = {}
+        """Batch id -> custom_id -> result, for every batch whose results were read."""
+        self.round_seconds: list[float] = []
+        self.rounds = 0
+        self.stand_in = False
+        self._thread = threading.Thread(target=self._run, name="batch rounds", daemon=True)
+
+    def __enter__(self) -> BatchRounds:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self._thread.join()
+
+    def stop(self) -> None:
+        """End the rounds (Ctrl-C, or the run is over); waiting conversations are interrupted."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+
+    @contextmanager
+    def member(self) -> Iterator[None]:
+        """One conversation's part in the rounds: a round waits for every running conversation."""
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._finished += 1
+                self._cond.notify_all()
+
+    def ask(self, claims_file: str, params: dict[str, Any]) -> _Answer:
+        """Queue a Messages request for the next round and wait for its answer (a KeyboardInterrupt
+        when the run stops first)."""
+        turn = 1 + sum(1 for m in params.get("messages", []) if isinstance(m, dict) and m.get("role") == "assistant")
+        waiting = _Waiting(custom_id(claims_file, turn), params, request_digest(params))
+        with self._cond:
+            self._waiting[waiting.custom_id] = waiting
+            self._cond.notify_all()
+        while not waiting.done.wait(_WAIT_STEP):
+            with self._cond:
+                if self._error is not None:
+                    raise RuntimeError("the batch rounds stopped on an unexpected error") from self._error
+                if self._stopping:
+                    raise KeyboardInterrupt
+        assert waiting.answer is not None
+        return waiting.answer
+
+    # ------------------------------------------------------------------ the rounds thread
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopping and not self._round_due():
+                    self._cond.wait(_WAIT_STEP)
+                if self._stopping:
+                    return
+                round_ = [w for w in self._waiting.values() if not w.done.is_set()]
+            try:
+                self._one_round(round_)
+            except _Stopped:
+                return
+            except anthropic.APIError as exc:
+                for w in round_:
+                    if not w.done.is_set():
+                        self._answer(w, _error_answer(*_api_failure(exc, self.journal)))
+            except BaseException as exc:  # a bug: end every waiting conversation rather than leave it hanging
+                with self._cond:
+                    self._error = exc
+                self.stop()
+                raise
+
+    def _round_due(self) -> bool:
+        """Every running conversation is waiting for the model."""
+        running = min(self._workers, self._conversations - self._finished)
+        pending = sum(1 for w in self._waiting.values() if not w.done.is_set())
+        return pending > 0 and pending >= running
+
+    def _one_round(self, round_: list[_Waiting]) -> None:
+        self.rounds += 1
+        started = time.monotonic()
+        new: list[_Waiting] = []
+        from_journal: dict[str, list[_Waiting]] = {}
+        for w in round_:
+            held = [h for h in self.journal.holders(w.digest) if h[0] not in self._results
+                    or _succeeded(self._results[h[0]].get(h[1]))]
+            if held and w.attempts == 0:
+                from_journal.setdefault(held[0][0], []).append(w)
+                w.custom_id = held[0][1]
+            else:
+                new.append(w)
+        submitted = self._submit(self._within_budget(new))
+        batches = {**from_journal, **submitted}
+        for batch_id in batches:
+            self._wait_for(batch_id, len(batches[batch_id]))
+        if submitted:
+            self.round_seconds.append(time.monotonic() - started)
+        for batch_id, ws in batches.items():
+            results = self._results[batch_id]
+            for w in ws:
+                self._settle(w, results.get(w.custom_id))
+
+    def _within_budget(self, new: list[_Waiting]) -> list[_Waiting]:
+        """`--max-cost`: the round's new requests if their estimated cost fits, else none (each is answered
+        with the reason, and becomes its file's error; batches already submitted stay journaled)."""
+        if self._budget is None or not new:
+            return new
+        for w in new:
+            body = json.dumps(w.params).encode("utf-8")
+            w.reserved_usd = self._budget.estimate(len(body), int(w.params.get("max_tokens") or 0),
+                                                   cache=b'"cache_control"' in body, batch=True)
+        plural = "s" if len(new) != 1 else ""
+        if self._budget.admit(sum(w.reserved_usd for w in new), f"a batch of {len(new)} request{plural}"):
+            return new
+        for w in new:
+            w.reserved_usd = 0.0
+            self._answer(w, budget_answer(self._budget))
+        return []
+
+    def _submit(self, new: list[_Waiting]) -> dict[str, list[_Waiting]]:
+        """Create the batches of this round's new requests (split by the API's limits); journal each."""
+        out: dict[str, list[_Waiting]] = {}
+        chunk: list[_Waiting] = []
+        size = 0
+        for w in [*new, None]:
+            entry_size = len(json.dumps(w.params)) if w is not None else 0
+            if chunk and (w is None or len(chunk) >= MAX_BATCH_REQUESTS or size + entry_size > MAX_BATCH_BYTES):
+                raw = self._client.messages.batches.with_raw_response.create(
+                    requests=[{"custom_id": c.custom_id, "params": c.params} for c in chunk]  # type: ignore[typeddict-item]
+                )
+                self.stand_in = self.stand_in or bool(raw.headers.get(STAND_IN_HEADER))
+                batch = raw.parse()
+                self.journal.add(batch.id, {c.custom_id: c.digest for c in chunk})
+                for c in chunk:
+                    c.attempts += 1
+                out[batch.id] = chunk
+                chunk, size = [], 0
+            if w is not None:
+                chunk.append(w)
+                size += entry_size
+        return out
+
+    def _wait_for(self, batch_id: str, requests: int) -> None:
+        """Poll a batch until it has ended (showing its progress), then read its results."""
+        if batch_id in self._results:
+            return
+        started = time.monotonic()
+        shown = ""
+        failures = 0
+        for poll in itertools.count():
+            try:
+                raw = self._client.messages.batches.with_raw_response.retrieve(batch_id)
+                failures = 0
+            except (anthropic.APIConnectionError, anthropic.InternalServerError):
+                failures += 1  # the batch goes on processing on Anthropic's side: poll again, a while
+                if failures >= MAX_POLL_FAILURES:
+                    raise
+                self._pause(POLL_SCHEDULE[-1])
+                continue
+            self.stand_in = self.stand_in or bool(raw.headers.get(STAND_IN_HEADER))
+            batch = raw.parse()
+            counts = batch.request_counts
+            line = (f"round {self.rounds}: batch {batch_id} ({requests} request{'s' if requests != 1 else ''}) "
+                    f"{batch.processing_status}: "
+                    f"processing {counts.processing} · succeeded {counts.succeeded} · errored {counts.errored} · "
+                    f"expired {counts.expired} · canceled {counts.canceled}")
+            if self._progress and line != shown:
+                print(f"{line} ({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+                shown = line
+            if batch.processing_status == "ended":
+                break
+            self._pause(POLL_SCHEDULE[min(poll, len(POLL_SCHEDULE) - 1)])
+        results: dict[str, dict[str, Any]] = {}
+        with self._client.messages.batches.with_streaming_response.results(batch_id) as response:
+            for text in response.iter_lines():
+                if text.strip():
+                    line_ = json.loads(text)
+                    results[str(line_.get("custom_id"))] = line_.get("result") or {}
+        self._results[batch_id] = results
+
+    def _pause(self, seconds: float) -> None:
+        """Wait between two polls; `_Stopped` when the run stops meanwhile."""
+        with self._cond:
+            if not self._stopping:
+                self._cond.wait(seconds)
+            if self._stopping:
+                raise _Stopped
+
+    def _settle(self, w: _Waiting, result: dict[str, Any] | None) -> None:
+        """Answer a request from its entry's result, or leave it waiting for a resubmission."""
+        if self._budget is not None:  # book what the entry was billed (an entry without a result: nothing)
+            if result is not None and _succeeded(result):
+                self._budget.charge(usage_from_response(result["message"].get("usage")), w.reserved_usd, batch=True)
+            else:
+                self._budget.release(w.reserved_usd)
+            w.reserved_usd = 0.0
+        if _succeeded(result):
+            assert result is not None
+            headers = {"content-type": "application/json"}
+            if self.stand_in:
+                headers[STAND_IN_HEADER] = "model"
+            body = json.dumps(result["message"], ensure_ascii=False).encode("utf-8")
+            return self._answer(w, (200, headers, body))
+        kind = str((result or {}).get("type") or "missing")
+        error = ((result or {}).get("error") or {}).get("error") or {}
+        error_type = str(error.get("type") or ("api_error" if kind != "errored" else "api_error"))
+        if error_type != "invalid_request_error" and w.attempts < self._attempts:
+            w.attempts = max(w.attempts, 1)  # an entry taken from the journal counts as one submission
+            return  # stays waiting: resubmitted in the next round
+        what = {"expired": "expired", "canceled": "was canceled", "missing": "had no result"}.get(kind, "errored")
+        message = f"the Message Batches entry {w.custom_id} {what} ({w.attempts} submission(s))"
+        if error.get("message"):
+            message += f": {error['message']}"
+        self._answer(w, _error_answer(_STATUS_OF_ERROR.get(error_type, 500), error_type, message))
+
+    def _answer(self, w: _Waiting, answer: _Answer) -> None:
+        if self._budget is not None and w.reserved_usd:  # answered without a result (a failed round)
+            self._budget.release(w.reserved_usd)
+            w.reserved_usd = 0.0
+        w.answer = answer
+        with self._cond:
+            self._waiting = {key: other for key, other in self._waiting.items() if other is not w}
+        w.done.set()
+
+
+def _succeeded(result: dict[str, Any] | None) -> bool:
+    return bool(result) and result.get("type") == "succeeded" and isinstance(result.get("message"), dict)  # type: ignore[union-attr]
+
+
+def _error_answer(status: int, error_type: str, message: str) -> _Answer:
+    """An API error response that the SDK raises at once (`x-should-retry: false`): the rounds retried it."""
+    body = {"type": "error", "error": {"type": error_type, "message": message}}
+    return status, {"content-type": "application/json", "x-should-retry": "false"}, json.dumps(body).encode("utf-8")
+
+
+def budget_answer(budget: CostBudget) -> _Answer:
+    """The answer to a request `--max-cost` stopped before it was sent: an error that is not retried."""
+    return _error_answer(400, "max_cost_reached", f"not sent: {budget.refused}")
+
+
+def _api_failure(exc: anthropic.APIError, journal: BatchJournal) -> tuple[int, str, str]:
+    """A failed batch API call (create, poll, results) as the error every request of the round gets."""
+    kept = " (the batches submitted so far are kept: --resume continues from them)" if journal.path else ""
+    if isinstance(exc, anthropic.APIStatusError):
+        return (exc.status_code, exc.type or "api_error",
+                f"the Message Batches API failed: {exc.api_message or exc.message}{kept}")
+    return 502, "api_error", f"the Message Batches API could not be reached: {exc.message}{kept}"
+
+
+class _Stopped(Exception):
+    """The run stopped (Ctrl-C) while the rounds thread was waiting for a batch."""
+
+
+class _BatchApiTransport(httpx2.HTTPTransport):
+    """The transport of the batch API calls (create, polls, results): straight to the network, past the
+    recorder's patch of `HTTPTransport.handle_request` (vcrpy's stubs keep the original as
+    `__wrapped__`), so that no cassette and no run counter holds them: they belong to no conversation,
+    and a replay must not depend on how many polls a batch took."""
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        network: Any = inspect.unwrap(httpx2.HTTPTransport.handle_request)
+        return network(self, request)  # type: ignore[no-any-return]
+
+
+class _RoundsConnection:
+    """Where a batch-mode request goes instead of a socket: httpcore2's request interface
+    (`handle_request`, `close`), answered by the rounds."""
+
+    def __init__(self, rounds: BatchRounds, claims_file: str) -> None:
+        self._rounds = rounds
+        self._claims_file = claims_file
+
+    def handle_request(self, request: httpcore2.Request) -> httpcore2.Response:
+        body = b"".join(request.stream)  # type: ignore[arg-type]
+        path = request.url.target.decode("ascii", "replace").split("?")[0]
+        if request.method != b"POST" or not path.endswith("/v1/messages"):
+            answer = _error_answer(404, "not_found_error", f"batch mode sends only Messages requests, not "
+                                   f"{request.method.decode()} {path}")
+        else:
+            answer = self._rounds.ask(self._claims_file, json.loads(body))
+        status, headers, content = answer
+        return httpcore2.Response(status, headers=list(headers.items()), content=content)
+
+    def close(self) -> None:
+        pass
+
+
+class _BatchedTransport(httpx2.HTTPTransport):
+    """The anthropic client's transport in batch mode: an `HTTPTransport`, the kind the recorder records
+    like the network's, whose connection pool is the rounds: the cassette gets the request as sent and
+    the batch result as its response."""
+
+    def __init__(self, rounds: BatchRounds, claims_file: str) -> None:
+        super().__init__()
+        self._pool.close()
+        self._pool = _RoundsConnection(rounds, claims_file)  # type: ignore[assignment]
+
+
+class _BudgetedConnection:
+    """`--max-cost` in direct mode: the connection pool of a conversation's transport, which lets a
+    Messages request through only when its estimated cost fits the budget, and books what the response
+    was billed. A refused request gets `budget_answer` (recorded like any answer, so a replay reproduces
+    the file's error)."""
+
+    def __init__(self, pool: Any, budget: CostBudget) -> None:
+        self._pool = pool
+        self._budget = budget
+
+    def handle_request(self, request: httpcore2.Request) -> httpcore2.Response:
+        path = request.url.target.decode("ascii", "replace").split("?")[0]
+        if request.method != b"POST" or not path.endswith("/v1/messages"):
+            return self._pool.handle_request(request)  # type: ignore[no-any-return]
+        body = b"".join(request.stream)  # type: ignore[arg-type]
+        try:
+            max_tokens = int(json.loads(body).get("max_tokens") or 0)
+        except (ValueError, AttributeError):
+            max_tokens = 0
+        reserved = self._budget.estimate(len(body), max_tokens, cache=b'"cache_control"' in body, batch=False)
+        if not self._budget.admit(reserved, "the next model call"):
+            status, headers, content = budget_answer(self._budget)
+            return httpcore2.Response(status, headers=list(headers.items()), content=content)
+        try:
+            response = self._pool.handle_request(httpcore2.Request(request.method, request.url, headers=request.headers,
+                                                                   content=body, extensions=request.extensions))
+            content = response.read()
+            response.close()
+        except BaseException:
+            self._budget.release(reserved)
+            raise
+        try:
+            reported = json.loads(content).get("usage") if response.status == 200 else None
+        except (ValueError, AttributeError):
+            reported = None
+        if reported is not None:
+            self._budget.charge(usage_from_response(reported), reserved, batch=False)
+        else:
+            self._budget.release(reserved)
+        return httpcore2.Response(response.status, headers=response.headers, content=content,
+                                  extensions={k: v for k, v in response.extensions.items() if k != "network_stream"})
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+class _BudgetedTransport(httpx2.HTTPTransport):
+    """A direct conversation's transport under `--max-cost` (see `_BudgetedConnection`)."""
+
+    def __init__(self, budget: CostBudget, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._pool = _BudgetedConnection(self._pool, budget)  # type: ignore[assignment]
+
+
+# --------------------------------------------------------------------------- what the runner uses
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """`judge --batch` settings: where the journal lives, whether to resume, retries, progress."""
+
+    journal: BatchJournal
+    attempts: int = DEFAULT_ATTEMPTS
+    progress: bool = True
+
+
+class ModelRoute:
+    """How the model requests of a run travel: direct (the SDK's transport) or in batch rounds; with
+    prompt-caching breakpoints unless `cache` is off. The runner enters `running(...)` around its
+    conversations, each conversation `conversation()`, and builds its client on `http_client(...)`."""
+
+    def __init__(self, *, cache: bool = True, batch: BatchOptions | None = None,
+                 budget: CostBudget | None = None) -> None:
+        self.cache = cache
+        self.batch = batch
+        self.budget = budget
+        """`--max-cost`: checked before each model call (direct) or each batch (batch mode)."""
+        self.rounds: BatchRounds | None = None
+
+    @classmethod
+    def batched(cls, run_dir: str | Path | None, *, resume: bool, cache: bool = True,
+                attempts: int = DEFAULT_ATTEMPTS, progress: bool = True, budget: CostBudget | None = None) -> ModelRoute:
+        """Batch mode; refuses (UsageError) a `--resume` with nothing to resume, or a new run over an
+        interrupted one, before anything is paid for."""
+        return cls(cache=cache, batch=BatchOptions(BatchJournal.open(run_dir, resume=resume), attempts, progress),
+                   budget=budget)
+
+    def workers(self, concurrency: int) -> int:
+        """Conversations at once: in batch mode as many as take part in a round."""
+        return MAX_CONVERSATIONS if self.batch else concurrency
+
+    @contextmanager
+    def running(self, conversations: int, *, api_key: str, base_url: str | None) -> Iterator[None]:
+        """The rounds of a batch run over `conversations` conversations (nothing in direct mode)."""
+        if self.batch is None:
+            yield
+            return
+        http = anthropic.DefaultHttpxClient(transport=_BatchApiTransport(verify=shared_ssl_context()))
+        client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=2, http_client=http)
+        try:
+            with BatchRounds(client, self.batch.journal, conversations=conversations,
+                             workers=self.workers(conversations), attempts=self.batch.attempts,
+                             progress=self.batch.progress, budget=self.budget) as rounds:
+                self.rounds = rounds
+                yield
+        finally:
+            self.rounds = None
+            client.close()
+
+    def lifetime(self) -> Lifetime | None:
+        """The cache lifetime for the next request (None: no breakpoints)."""
+        if not self.cache:
+            return None
+        return lifetime_for(self.rounds.round_seconds if self.rounds else [])
+
+    def http_client(self, claims_file: str, event_hooks: dict[str, list[Any]]) -> httpx2.Client:
+        """The HTTP client of this conversation's anthropic client: the SDK's own, or in batch mode one
+        whose requests wait for their round."""
+        if self.rounds is None:
+            if self.budget is not None:
+                return anthropic.DefaultHttpxClient(
+                    event_hooks=event_hooks, transport=_BudgetedTransport(self.budget, verify=shared_ssl_context()))
+            return anthropic.DefaultHttpxClient(verify=shared_ssl_context(), event_hooks=event_hooks)
+        return anthropic.DefaultHttpxClient(event_hooks=event_hooks,
+                                            transport=_BatchedTransport(self.rounds, claims_file))
+
+    @contextmanager
+    def conversation(self) -> Iterator[None]:
+        if self.rounds is None:
+            yield
+            return
+        with self.rounds.member():
+            yield
+
+    def stop(self) -> None:
+        """Ctrl-C: conversations waiting for a round stop at once (their batches stay journaled)."""
+        if self.rounds is not None:
+            self.rounds.stop()
+
+    @property
+    def batch_ids(self) -> list[str] | None:
+        """The batches the run used (None: no batches)."""
+        return self.batch.journal.ids if self.batch else None
+
+    def finished(self) -> None:
+        """The run folder is written: forget the journal."""
+        if self.batch is not None:
+            self.batch.journal.remove()

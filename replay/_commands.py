@@ -1,0 +1,65 @@
+"""The `judge-replay judge` commands we print for the user to paste (re-record, controlled runs): built in one place."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+from ._records import LEARN_MCP_URL, RunManifest
+
+LEARN_STAND_IN_PORT = 8931
+"""`judge-replay sim learn`'s default port, and the port a loopback Learn URL is stored with."""
+MODEL_STAND_IN_PORT = 8932
+"""`judge-replay sim model`'s default port, and the port a loopback model URL is stored with."""
+
+
+def is_loopback(url: str) -> bool:
+    """Whether the URL points at this machine (where the stand-ins run)."""
+    try:
+        host = (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return False
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def canonical_endpoint(url: str, default_port: int) -> str:
+    """A loopback endpoint in the form we store (`http://127.0.0.1:<stand-in default port>/path`), so a
+    re-record against stand-ins on another port changes no file; any other URL unchanged."""
+    if not is_loopback(url):
+        return url
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme or "http", f"127.0.0.1:{default_port}", parts.path, parts.query, ""))
+
+
+def judge_command(
+    *,
+    prompt: str,
+    claims: Sequence[str],
+    run: str | None,
+    mode: str = "record",
+    model: str | None = None,
+    learn_url: str | None = None,
+    anthropic_base_url: str | None = None,
+    pages_from: str | None = None,
+) -> str:
+    """A `judge-replay judge` command line, shell-quoted; endpoints as given (the default Learn URL left out)."""
+    args = ["judge-replay", "judge", "--prompt", prompt, "--claims", *claims, "--run", run or "DIR", "--mode", mode]
+    if model:
+        args += ["--model", model]
+    if learn_url and learn_url != LEARN_MCP_URL:
+        args += ["--learn-url", learn_url]
+    if anthropic_base_url:
+        args += ["--anthropic-base-url", anthropic_base_url]
+    if pages_from:
+        args += ["--pages-from", pages_from]
+    return shlex.join(args)
+
+
+def rerecord_command(manifest: RunManifest, claims: Sequence[str], run: str, *, pages_from: str | None = None) -> str:
+    """The command that records `claims` into `run` the way `manifest`'s run was recorded (same prompt, model
+    and endpoints, stand-in URLs included), optionally page-pinned to another run."""
+    return judge_command(
+        prompt=manifest.prompt, claims=claims, run=run, model=manifest.model, learn_url=manifest.learn_url,
+        anthropic_base_url=manifest.anthropic_base_url, pages_from=pages_from or manifest.pages_from,
+    )

@@ -1,0 +1,211 @@
+"""A run folder changed only as a whole: record into a staging folder under a lock, then swap it in.
+
+    with RunFolderWriter(Path("cassettes/v3")) as writer:   # takes the lock, or refuses (UsageError)
+        ... write everything into writer.staging ...
+        writer.commit()                                     # the new run replaces the old one at once
+
+Layout, beside the run (`<parent>/.judge-replay-staging/`, never a run itself: it holds no run.json, so
+every reader that looks for runs passes it by):
+
+- `<name>.lock`: the lock, `fcntl.flock` on an open file, so a killed process never leaves it stuck (the
+  kernel drops the lock with the process). The holder removes the file when it is done; a taker checks
+  that the file it locked is still the one at that path (the usual lock-file protocol).
+- `<name>/`: the staging folder the recording writes into. Leftovers of a killed recording are removed
+  by the next one.
+- `<name>.previous/`: only when the filesystem cannot exchange two folders atomically (Linux's
+  `renameat2(RENAME_EXCHANGE)`): the old run moved aside for the moment between the two renames. The
+  next access finishes or undoes that swap (`recover`).
+
+A recording that fails or is interrupted before `commit` removes its staging folder and leaves the old
+run exactly as it was.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import os
+import shutil
+from pathlib import Path
+from types import TracebackType
+
+from ._cassette import CASSETTE_SUFFIX
+from ._errors import UsageError
+from ._io import display_path
+
+STAGING_FOLDER = ".judge-replay-staging"
+RUN_FILES = ("run.json", "results.json", "prompt.md")
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+class RunFolderWriter:
+    """The lock and the staging folder of one recording into `run`; see the module docstring."""
+
+    def __init__(self, run: Path) -> None:
+        self.run = Path(os.path.realpath(run))  # a symlinked run folder: its target is replaced
+        if self.run.parent == self.run:
+            raise UsageError(f"--run {run}: a run folder cannot be the file system root")
+        self.area = self.run.parent / STAGING_FOLDER
+        self.staging = self.area / self.run.name
+        self._lock_path = self.area / f"{self.run.name}.lock"
+        self._lock_fd: int | None = None
+        self.committed = False
+
+    def __enter__(self) -> RunFolderWriter:
+        _refuse_foreign_files(self.run)
+        self._lock()
+        try:
+            _recover(self.run, self.area)
+            if self.staging.exists():
+                shutil.rmtree(self.staging)  # left by a killed recording
+            self.staging.mkdir()
+        except OSError as exc:
+            self._unlock()
+            raise _about(exc, self.run) from exc
+        except BaseException:
+            self._unlock()
+            raise
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        try:
+            if self.staging.exists():
+                shutil.rmtree(self.staging, ignore_errors=True)
+        finally:
+            self._unlock()
+
+    def commit(self) -> None:
+        """Replace the run by the staging folder, as one step where the filesystem allows it."""
+        if not self.run.exists():
+            os.rename(self.staging, self.run)
+        elif _exchange(self.staging, self.run):
+            shutil.rmtree(self.staging)  # now the old run
+        else:
+            previous = self.area / f"{self.run.name}.previous"
+            os.rename(self.run, previous)
+            os.rename(self.staging, self.run)  # a kill between the two: `_recover` finishes it
+            shutil.rmtree(previous)
+        self.committed = True
+
+    # ------------------------------------------------------------------ the lock
+
+    def _lock(self) -> None:
+        for _ in range(10):
+            try:
+                self.area.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            except FileNotFoundError:
+                continue  # the area was removed by a recording that just finished: make it again
+            except OSError as exc:  # a read-only or full folder: the environment, exit 1 (`_cli.main`)
+                raise _about(exc, self.run) from exc
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise UsageError(f"another recording into {display_path(self.run)} is in progress: wait for it to "
+                                     "finish, or record into another --run folder") from None
+                raise
+            if _same_file(fd, self._lock_path):
+                self._lock_fd = fd
+                try:  # the holder's pid, for a person who looks (the lock itself is flock's)
+                    os.ftruncate(fd, 0)
+                    os.write(fd, f"{os.getpid()}\n".encode())
+                except OSError as exc:
+                    self._unlock()
+                    raise _about(exc, self.run) from exc
+                return
+            os.close(fd)  # the holder removed it after we opened it: take the new one
+        raise UsageError(f"cannot take the lock of {display_path(self.run)}: it keeps changing")
+
+    def _unlock(self) -> None:
+        if self._lock_fd is None:
+            return
+        try:
+            self._lock_path.unlink(missing_ok=True)
+        finally:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+        try:
+            self.area.rmdir()  # only when nothing else is in it
+        except OSError:
+            pass
+
+
+def recover(run: Path) -> None:
+    """Finish or undo a swap a killed recording left half done (only where atomic exchange is missing),
+    unless a recording into `run` holds the lock right now."""
+    run = Path(os.path.realpath(run))
+    area = run.parent / STAGING_FOLDER
+    if not (area / f"{run.name}.previous").exists():
+        return
+    lock_path = area / f"{run.name}.lock"
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return
+    try:
+        _recover(run, area)
+    finally:
+        lock_path.unlink(missing_ok=True)
+        os.close(fd)
+
+
+def _recover(run: Path, area: Path) -> None:
+    previous = area / f"{run.name}.previous"
+    if not previous.exists():
+        return
+    if not run.exists():
+        staging = area / run.name
+        complete = (staging / "run.json").is_file()  # run.json is written last: the new run is whole
+        os.rename(staging if complete else previous, run)
+    if previous.exists():
+        shutil.rmtree(previous)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where that is not available."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    result = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if result == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _about(exc: OSError, run: Path) -> OSError:
+    """The same system error, naming the run folder the user gave rather than our staging area."""
+    return type(exc)(exc.errno, exc.strerror or str(exc), str(run))
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def _refuse_foreign_files(run: Path) -> None:
+    """A folder that holds anything but a run's files is not ours to replace."""
+    if not run.exists():
+        return
+    if not run.is_dir():
+        raise UsageError(f"--run {display_path(run)} is a file, not a folder")
+    foreign = sorted(p.name for p in run.iterdir() if p.name not in RUN_FILES and not p.name.endswith(CASSETTE_SUFFIX))
+    if foreign:
+        raise UsageError(f"--run {display_path(run)} holds files that are not part of a run ({', '.join(foreign[:3])}): "
+                         "a recording replaces the whole folder, so record into a new or empty one")

@@ -1,0 +1,171 @@
+"""`judge --batch` end to end against the stand-ins: verdicts as direct calls, replay with no batch, entries
+errored or expired on purpose and retried, and an interrupted run resumed without paying twice."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay._batch_runner import ModelRoute, custom_id, journal_path
+from replay._cli.main import main
+from replay._runner import run_judge
+from replay._runs import Run
+from replay._sim import start_learn, start_model
+from replay._sim.batches import BatchSettings
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = REPO / "demo" / "pages" / "2026-06"
+CLAIMS = REPO / "demo" / "claims"
+CLI = [sys.executable, "-c", "import sys; from replay._cli.main import main; sys.exit(main())"]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def learn() -> Iterator[Any]:
+    with start_learn(PAGES) as handle:
+        yield handle
+
+
+def judge(learn: Any, model: Any, run: str, *extra: str) -> int:
+    return main(["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--run", run, "--mode", "record",
+                 "--learn-url", learn.url, "--anthropic-base-url", model.url, "--no-progress", *extra])
+
+
+def verdicts(run: Path) -> dict[tuple[str, str], tuple[Any, ...]]:
+    results = json.loads((run / "results.json").read_text("utf-8"))
+    return {(f["file"], r["id"]): (r["judge_verdict"], r["rule"], r["evidence_quote"], r["quote_verified"], r["error"])
+            for f in results["files"] for r in f["results"]}
+
+
+def model_bodies(run: Path) -> list[dict[str, Any]]:
+    """The request bodies of every model exchange in the run's cassettes."""
+    r = Run(run)
+    return [json.loads(it.request_body or "null") for e in r.manifest.claims for it in r.interactions(e.file)
+            if it.uri.endswith("/v1/messages")]
+
+
+def logged_sha(params: dict[str, Any]) -> str:
+    """As the stand-in's batch log hashes an entry's params."""
+    return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()
+
+
+def test_a_batch_recording_gives_the_direct_verdicts_and_replays_with_no_batch(
+        workdir: Path, learn: Any, capsys: Any) -> None:
+    with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.2)) as model:
+        assert judge(learn, model, "direct", "--no-cache") == 0, capsys.readouterr().err
+        assert judge(learn, model, "batch", "--batch") == 0, capsys.readouterr().err
+        log = list(model.app.batches.log)
+        direct_calls = len(model.requests)
+    assert verdicts(workdir / "batch") == verdicts(workdir / "direct")
+    assert len({v[0] for v in verdicts(workdir / "batch").values()}) == 3  # all three verdicts occur
+
+    # every model exchange in the cassettes is a batch entry's params, exactly as submitted
+    assert sorted(logged_sha(b) for b in model_bodies(workdir / "batch")) == sorted(s.params_sha256 for s in log)
+    assert len(model.requests) == direct_calls  # the batch run sent no direct Messages call
+    manifest = json.loads((workdir / "batch" / "run.json").read_text("utf-8"))
+    assert manifest["batch_ids"] == list(dict.fromkeys(s.batch_id for s in log))
+    assert len(manifest["batch_ids"]) >= 3  # one round per turn: fetch-per-turn 1 makes several turns
+    assert manifest["stats"]["model_calls"] == len(log)  # batch create/poll/results traffic is not counted
+    assert not journal_path(workdir / "batch").exists()
+    breakpoints = [json.dumps(b).count('"cache_control"') for b in model_bodies(workdir / "batch")]
+    assert breakpoints and all(1 <= n <= 4 for n in breakpoints)
+
+    # offline: the stand-ins are gone, the run replays from its cassettes alone
+    capsys.readouterr()
+    assert main(["judge", "--mode", "replay", "--run", "batch", "--no-progress", "--out", "replayed.json"]) == 0
+    replayed = json.loads((workdir / "replayed.json").read_text("utf-8"))
+    recorded = json.loads((workdir / "batch" / "results.json").read_text("utf-8"))
+    assert replayed["files"] == recorded["files"]
+    assert main(["cassettes", "verify", "batch"]) == 0, capsys.readouterr().out
+
+
+def test_errored_and_expired_entries_are_resubmitted(workdir: Path, learn: Any, capsys: Any) -> None:
+    faults = BatchSettings(errored="evaluation", expired="quotas-and-limits")
+    with start_model(batch_settings=faults) as model:
+        assert judge(learn, model, "batch", "--batch") == 0, capsys.readouterr().err
+        log = list(model.app.batches.log)
+    submitted = Counter(s.custom_id for s in log)
+    for file in ("docs/evaluation.md", "docs/quotas-and-limits.md"):
+        first = custom_id(file, 1)
+        assert submitted[first] == 2, f"{first} should be submitted, fail on purpose, and be submitted again"
+        assert len({s.params_sha256 for s in log if s.custom_id == first}) == 1  # the same request again
+    assert submitted[custom_id("docs/azure-openai-models.md", 1)] == 1
+    results = verdicts(workdir / "batch")
+    assert all(v[4] is None for v in results.values())
+    assert main(["cassettes", "verify", "batch"]) == 0, capsys.readouterr().out
+
+
+def test_an_entry_that_keeps_failing_becomes_that_files_error(workdir: Path, learn: Any) -> None:
+    with start_model(batch_settings=BatchSettings(errored="evaluation")) as model:
+        route = ModelRoute.batched(workdir / "batch", resume=False, attempts=1, progress=False)
+        results = run_judge("v3", [CLAIMS], workdir / "batch", "record", model="claude-sonnet-4-6",
+                            learn_url=learn.url, anthropic_base_url=model.url, progress=False, route=route)
+    failed = {f.file: f.error for f in results.files if f.error}
+    assert list(failed) == ["docs/evaluation.md"]
+    assert "errored (1 submission(s))" in str(failed["docs/evaluation.md"])
+    assert "api_error" in str(failed["docs/evaluation.md"])
+
+
+def test_a_new_batch_run_refuses_to_start_over_an_interrupted_one(workdir: Path, learn: Any, capsys: Any) -> None:
+    journal = journal_path(workdir / "batch")
+    journal.parent.mkdir()
+    journal.write_text('{"version": 1, "batches": []}\n', "utf-8")
+    with start_model() as model:
+        assert judge(learn, model, "batch", "--batch") == 2
+        assert "add --resume" in capsys.readouterr().err
+        assert judge(learn, model, "other", "--batch", "--resume") == 2
+        assert "nothing to resume" in capsys.readouterr().err
+        assert model.app.batches.log == []
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "crash"])
+def test_an_interrupted_batch_run_resumes_without_submitting_anything_twice(
+        workdir: Path, learn: Any, stop: signal.Signals, capsys: Any) -> None:
+    with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.5)) as model:
+        args = ["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--run", "batch", "--mode", "record",
+                "--learn-url", learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch"]
+        proc = subprocess.Popen([*CLI, *args], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env={**os.environ, "PYTHONPATH": str(REPO)})
+        journal = journal_path(workdir / "batch")
+        deadline = time.monotonic() + 60
+        while not (journal.is_file() and model.app.batches.log) and proc.poll() is None:
+            assert time.monotonic() < deadline, "the batch run never submitted its first batch"
+            time.sleep(0.05)
+        proc.send_signal(stop)
+        _, err = proc.communicate(timeout=60)
+        if stop == signal.SIGINT:
+            assert proc.returncode == 130 and "Traceback" not in err.decode(), err.decode()
+        else:
+            assert proc.returncode == -signal.SIGKILL
+        first_round = list(model.app.batches.log)
+        assert not (workdir / "batch" / "run.json").exists()  # nothing written by the interrupted run
+        assert journal.is_file()
+
+        assert main([*args, "--resume"]) == 0, capsys.readouterr().err
+        log = list(model.app.batches.log)
+
+    submitted = Counter((s.custom_id, s.params_sha256) for s in log)
+    assert [entry for entry, n in submitted.items() if n > 1] == []
+    assert {s.custom_id for s in first_round} <= {s.custom_id for s in log[: len(first_round)]}
+    assert len(log) > len(first_round)  # the resumed run went on with later turns
+    manifest = json.loads((workdir / "batch" / "run.json").read_text("utf-8"))
+    assert manifest["batch_ids"][0] == first_round[0].batch_id  # the interrupted run's batch is the run's first
+    assert not journal.exists()
+    assert main(["cassettes", "verify", "batch"]) == 0, capsys.readouterr().out

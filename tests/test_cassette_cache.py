@@ -1,0 +1,154 @@
+"""The parsed-cassette cache: entries are used when valid, rebuilt when not, and the YAML stays the truth."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import marshal
+from pathlib import Path
+
+import pytest
+
+from replay import _secrets
+from replay._cassette import Interaction, load_cassette, save_cassette
+from replay._cassette_cache import FOLDER, OFF_VARIABLE, entry_path
+from replay._errors import InputError
+
+
+def _interaction(text: str) -> Interaction:
+    return Interaction(method="POST", uri="http://127.0.0.1:8932/v1/messages",
+                       request_body=json.dumps({"messages": [{"role": "user", "content": text}]}),
+                       status=200, response_body=json.dumps({"content": [{"type": "text", "text": text}]}),
+                       request_headers={"content-type": ["application/json"]},
+                       response_headers={"content-type": ["application/json"]}, reason="OK")
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project folder (it has a pyproject.toml) as the working folder; the cache on."""
+    (tmp_path / "pyproject.toml").write_text("[tool.judge-replay]\n", "utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(OFF_VARIABLE, raising=False)
+    return tmp_path
+
+
+def _cassette(project: Path, text: str = "first") -> Path:
+    path = project / "runs" / "r" / "docs_a.md.yaml"
+    save_cassette(path, [_interaction(text)])
+    return path
+
+
+def _entry(project: Path, cassette: Path) -> Path:
+    entry = entry_path(cassette)
+    assert entry is not None and entry.parent == project / FOLDER
+    return entry
+
+
+def _source_sha256(entry: Path) -> str:
+    return str(json.loads(entry.read_bytes().partition(b"\n")[0])["source_sha256"])
+
+
+def _rewrite_payload(entry: Path, change: object) -> None:
+    """Give the entry another payload with a correct checksum (as if the cache had stored `change`)."""
+    line = json.loads(entry.read_bytes().partition(b"\n")[0])
+    payload = marshal.dumps(change)
+    line["payload_sha256"] = hashlib.sha256(payload).hexdigest()
+    entry.write_bytes(json.dumps(line).encode() + b"\n" + payload)
+
+
+def test_first_load_stores_an_entry_that_later_loads_read(project: Path) -> None:
+    cassette = _cassette(project)
+    first = load_cassette(cassette)
+    entry = _entry(project, cassette)
+    assert entry.is_file()
+    assert load_cassette(cassette) == first
+    # The second load really reads the entry: an entry saying something else is believed...
+    doc = marshal.loads(entry.read_bytes().partition(b"\n")[2])
+    doc["interactions"][0]["response"]["status"]["code"] = 201
+    _rewrite_payload(entry, doc)
+    assert load_cassette(cassette)[0].status == 201
+    # ...but only for these exact cassette bytes: an edited cassette is parsed from its YAML, and its
+    # entry replaced (one entry per cassette file, however often it is re-recorded).
+    cassette.write_text(cassette.read_text("utf-8").replace("first", "second"), "utf-8")
+    assert json.loads(load_cassette(cassette)[0].response_body)["content"][0]["text"] == "second"
+    assert load_cassette(cassette)[0].status == 200
+    assert _source_sha256(entry) == hashlib.sha256(cassette.read_bytes()).hexdigest()
+    assert [p.name for p in (project / FOLDER).iterdir()] == [entry.name]
+
+
+@pytest.mark.parametrize("damage", ["flip a payload byte", "truncate", "garbage header", "empty", "other parser"])
+def test_a_damaged_or_outdated_entry_is_ignored_and_rebuilt(project: Path, damage: str) -> None:
+    cassette = _cassette(project)
+    expected = load_cassette(cassette)
+    entry = _entry(project, cassette)
+    good = entry.read_bytes()
+    if damage == "flip a payload byte":
+        entry.write_bytes(good[:-5] + bytes([good[-5] ^ 0x55]) + good[-4:])
+    elif damage == "truncate":
+        entry.write_bytes(good[: len(good) // 2])
+    elif damage == "garbage header":
+        entry.write_bytes(b"\x00\xffnot json\n" + good.partition(b"\n")[2])
+    elif damage == "empty":
+        entry.write_bytes(b"")
+    else:
+        line = json.loads(good.partition(b"\n")[0])
+        line["parser"] = "some other parser"
+        entry.write_bytes(json.dumps(line).encode() + b"\n" + good.partition(b"\n")[2])
+    assert load_cassette(cassette) == expected
+    assert entry.read_bytes() == good
+
+
+def test_an_unwritable_cache_folder_means_no_cache_not_an_error(project: Path) -> None:
+    (project / ".judge-replay").write_text("a file where the cache folder would be", "utf-8")
+    cassette = _cassette(project)
+    assert load_cassette(cassette)[0].status == 200
+    assert load_cassette(cassette)[0].status == 200
+    assert (project / ".judge-replay").is_file()
+
+
+def test_a_cassette_outside_the_project_is_parsed_and_leaves_nothing(project: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    cassette = elsewhere / "docs_a.md.yaml"
+    save_cassette(cassette, [_interaction("first")])
+    assert load_cassette(cassette) == load_cassette(_cassette(project)) != []
+    assert entry_path(cassette) is None
+    assert [p.name for p in elsewhere.iterdir()] == ["docs_a.md.yaml"]
+    assert len(list((project / FOLDER).iterdir())) == 1  # the project's own cassette only
+
+
+def test_turned_off_writes_nothing(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(OFF_VARIABLE, "1")
+    cassette = _cassette(project)
+    assert load_cassette(cassette)[0].status == 200
+    assert not (project / FOLDER).exists()
+
+
+def test_a_cassette_holding_a_known_secret_is_never_copied_into_the_cache(project: Path) -> None:
+    cassette = project / "docs_a.md.yaml"
+    save_cassette(cassette, [_interaction("key sk-ant-api03-cachetest-0123456789")], scrub=False)
+    _secrets.remember("sk-ant-api03-cachetest-0123456789")
+    try:
+        assert "cachetest" in load_cassette(cassette)[0].response_body
+        assert not (project / FOLDER).exists()
+    finally:
+        _secrets.forget_all()
+
+
+def test_a_broken_cassette_is_still_an_input_error_and_caches_nothing(project: Path) -> None:
+    cassette = project / "broken.yaml"
+    cassette.write_text("interactions: [\n", "utf-8")
+    with pytest.raises(InputError, match="broken.yaml"):
+        load_cassette(cassette)
+    with pytest.raises(InputError, match="no such cassette"):
+        load_cassette(project / "missing.yaml")
+    assert not (project / FOLDER).exists()
+
+
+def test_line_endings_are_read_as_before(project: Path) -> None:
+    cassette = _cassette(project)
+    expected = load_cassette(cassette)
+    crlf = project / "crlf.yaml"
+    crlf.write_bytes(cassette.read_bytes().replace(b"\n", b"\r\n"))
+    assert load_cassette(crlf) == expected
+    assert load_cassette(crlf) == expected  # and from its entry
+    assert _entry(project, crlf).is_file()
