@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ._adjudication import adjudicate, run_claims
-from ._commands import rerecord_command
+from ._commands import retry_failed_command
 from ._cost import PRICES, Price, run_cost, with_costs
 from ._errors import InputError, UsageError
 from ._flip_inputs import explain_flips
+from ._flips import no_verdict_summary
 from ._gate import adoption_gate
 from ._grading import ClaimKey, claim_info, grade_results, is_correct
 from ._io import atomic_write_text, display_path, dump_json, load_gold, read_json, results_json_path
@@ -182,15 +183,12 @@ def stand_ins_of(results: ResultsFile, run: Run | None) -> list[str] | None:
 def rerecord_hint(label: str, run: Run | None, scores: Scores) -> str | None:
     """How to re-record the claims without a verdict (None when every claim has one): the `judge` command
     when the results come from a run folder with a run.json, else which claims files of `label` failed."""
-    files = sorted({e.file for e in scores.errors if e.kind == "no_verdict"})
+    files = {e.file for e in scores.errors if e.kind == "no_verdict"}
     if not files:
         return None
-    if run is not None:
-        entries = {c.file: c.path for c in run.manifest.claims}
-        if all(f in entries for f in files):
-            paths = [display_path(found) if (found := run.claims_file_path(f)) else entries[f] for f in files]
-            return rerecord_command(run.manifest, paths, display_path(run.path))
-    return (f"record the claims of {', '.join(files)} again ({label} is not a run folder that names its "
+    if run is not None and files <= {c.file for c in run.manifest.claims}:
+        return retry_failed_command(run.manifest, display_path(run.path))
+    return (f"record the claims of {', '.join(sorted(files))} again ({label} is not a run folder that names its "
             f"claims files, so the command is not known)")
 
 
@@ -312,7 +310,8 @@ def _flips(base: Version, cand: Version, gold: GoldSet, others: list[Run]) -> tu
         if va == vb:
             continue
         text = claim_info(key, b.get(key), cand.claims)[0] or claim_info(key, a.get(key), base.claims)[0]
-        cause, summary = causes.get(key, ("?", ""))
+        missing = "A" if key not in a else "B"  # a claim absent from a side's results has no verdict there either
+        cause, summary = causes.get(key) or ("unknown", no_verdict_summary(missing, "the claim is not in its results"))
         out.append(FlipLine(key[0], key[1], text, va, vb, labels.get(key),
                             _right(labels.get(key), va, vb), cause, summary))
     return out, report

@@ -35,7 +35,7 @@ from ._bodies import map_strings, rewrite_sse_json
 from ._cassette_cache import parsed_cassette
 from ._commands import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT, canonical_endpoint
 from ._errors import InputError, UsageError
-from ._io import atomic_write_text
+from ._io import atomic_write_text, reading_error
 from ._matching import canonical_request
 from ._mcp import FETCH_TOOL, STAND_IN_HEADER, is_missing_page, parse_jsonrpc_reply, tool_result_text
 from ._scrub import MAX_BODY, gunzip, scrub_interactions
@@ -327,14 +327,8 @@ def load_cassette(path: str | Path) -> list[Interaction]:
     path = Path(path)
     try:
         data = parsed_cassette(path, lambda text: load_yaml(text, path), parser="yaml safe, bounded aliases, v1")
-    except FileNotFoundError as exc:
-        raise InputError(path, "no such cassette") from exc
-    except IsADirectoryError as exc:
-        raise InputError(path, "is a folder, expected a cassette file") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"not a cassette: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from exc
-    except OSError as exc:
-        raise InputError(path, f"cannot read ({exc.strerror or exc})") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise reading_error(path, exc, "cassette") from exc
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise InputError(path, "not a vcrpy cassette: no 'interactions' list")
     out = []

@@ -42,6 +42,7 @@ def judge_command(
     learn_url: str | None = None,
     anthropic_base_url: str | None = None,
     pages_from: str | None = None,
+    retry_failed: bool = False,
 ) -> str:
     """A `judge-replay judge` command line, shell-quoted; endpoints as given (the default Learn URL left out)."""
     args = ["judge-replay", "judge", "--prompt", prompt, "--claims", *claims, "--run", run or "DIR", "--mode", mode]
@@ -53,6 +54,8 @@ def judge_command(
         args += ["--anthropic-base-url", anthropic_base_url]
     if pages_from:
         args += ["--pages-from", pages_from]
+    if retry_failed:
+        args += ["--retry-failed"]
     return shlex.join(args)
 
 
@@ -62,4 +65,16 @@ def rerecord_command(manifest: RunManifest, claims: Sequence[str], run: str, *, 
     return judge_command(
         prompt=manifest.prompt, claims=claims, run=run, model=manifest.model, learn_url=manifest.learn_url,
         anthropic_base_url=manifest.anthropic_base_url, pages_from=pages_from or manifest.pages_from,
+    )
+
+
+def retry_failed_command(manifest: RunManifest, run: str, *, learn_url: str | None = None,
+                         anthropic_base_url: str | None = None) -> str:
+    """The command that records again only the claims files of `run` that have a claim without a verdict,
+    keeping the others as recorded (`--retry-failed`: the run is never replaced by a part of itself).
+    Endpoints default to the manifest's; pass the live ones where they are known."""
+    return judge_command(
+        prompt=manifest.prompt, claims=[entry.path for entry in manifest.claims], run=run, model=manifest.model,
+        learn_url=learn_url or manifest.learn_url, anthropic_base_url=anthropic_base_url or manifest.anthropic_base_url,
+        pages_from=manifest.pages_from, retry_failed=True,
     )

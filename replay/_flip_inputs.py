@@ -124,7 +124,7 @@ def run_input(run: Run, claims: Sequence[ClaimsBatch] = ()) -> RunInput:
         prompt_sha256=m.prompt_sha256, model=m.model, versions=dict(m.versions), pages_from=_pages_from(run),
         aliases=_aliases(run), results=results, claims=known, conversations=conversations, pages=pages,
         prompt_arg=arg, claims_paths=claims_paths(run), anthropic_base_url=m.anthropic_base_url,
-        stand_ins=tuple(m.stand_ins),
+        stand_ins=tuple(m.stand_ins), file_errors={fr.file: fr.error for fr in run.results.files if fr.error},
     )
 
 
@@ -140,8 +140,8 @@ def claims_paths(run: Run) -> dict[str, str]:
 
 def discover_runs(run_a: Run, run_b: Run, exclude: Sequence[Run] = ()) -> list[Run]:
     """Candidate controlled runs: sibling run folders (same parent as A or B) recorded with A's or B's
-    prompt (same sha256) that share a claims file with them. Whether one really holds a side fixed (page
-    versions, claim by claim) is `_flips.controlled_role`'s decision."""
+    prompt (same sha256) that share a claims file with them. Whether one really holds a side fixed (its
+    model, page versions claim by claim) is `_flips.controlled_role`'s decision."""
     taken = {r.path.resolve() for r in (run_a, run_b, *exclude)}
     shas = {run_a.manifest.prompt_sha256, run_b.manifest.prompt_sha256}
     files = {e.file for e in run_a.manifest.claims} | {e.file for e in run_b.manifest.claims}
@@ -175,20 +175,25 @@ def explain_flips(
     """Explain every verdict flip from run A to run B (see `_flips.flip_report`). Runs given in
     `extra_runs` are used as they are; sibling folders found by `discover_runs` only when they hold one
     side fixed for a flipped claim (most telling first: A's prompt on B's pages, then the crossed one,
-    then repeats). `report.controlled_runs` says which runs were used and why."""
+    then repeats). `report.controlled_runs` says which runs were used and why, and which siblings were
+    left out only because they were recorded with another model."""
     a, b = run_input(run_a, claims), run_input(run_b, claims)
     keys = flipped_keys(a, b)
     given = [run_input(run, claims) for run in extra_runs]
     found: list[tuple[int, str, RunInput, dict[str, Any]]] = []
+    not_used: list[dict[str, Any]] = []
     for run in discover_runs(run_a, run_b, extra_runs) if discover else []:
         x = run_input(run, claims)
         role = controlled_role(x, a, b, keys)
-        if role is not None:
+        if role is not None and role["role"] is not None:
             found.append((ROLES.index(role["role"]), x.name, x, role))
+        elif role is not None:  # it would have held a side fixed but for its model: say why it was left out
+            not_used.append({**role, "found": "sibling folder"})
     found.sort(key=lambda item: item[:2])
     report = flip_report(a, b, gold_labels(gold), [*given, *(x for _, _, x, _ in found)])
     report.controlled_runs = [{**_given_role(x, a, b, keys), "found": "given"} for x in given]
     report.controlled_runs += [{**role, "found": "sibling folder"} for *_, role in found]
+    report.controlled_runs += not_used
     parent = confirm_parent if confirm_parent is not None else str(run_b.path.parent)
     report.confirm_commands = confirm_commands(a, b, report, parent)
     return report

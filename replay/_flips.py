@@ -24,6 +24,19 @@ from ._text import normalise_ws, quote_occurs, sha256_text, subject_words, value
 Key = tuple[str, str]
 """(claims file, claim id): the pairing key."""
 
+NO_VERDICT = "no verdict"
+"""How every output names the absence of a verdict (a failed or cut-off conversation)."""
+
+
+def shown_verdict(verdict: str | None) -> str:
+    """A verdict as people read it: `no verdict` when the judge gave none."""
+    return verdict or NO_VERDICT
+
+
+def no_verdict_summary(side: str, error: str) -> str:
+    """The summary of a flip where one side (`A`/`B`) has no verdict: no judge flip, so its cause is unknown."""
+    return f"unknown: {NO_VERDICT} in {side}: {error}"
+
 
 # --------------------------------------------------------------------------- inputs
 
@@ -93,6 +106,8 @@ class RunInput:
     """The Messages API endpoint the run was recorded against (a stand-in's, stored canonically), if not the SDK's."""
     stand_ins: tuple[str, ...] = ()
     """Which services of the run were the local stand-ins (`learn`, `model`)."""
+    file_errors: Mapping[str, str] = field(default_factory=dict)
+    """claims file -> why its conversation failed, for the files that did."""
 
     @property
     def prompt_id(self) -> str | None:
@@ -363,10 +378,10 @@ def _flip_rate(verdicts: Sequence[str | None]) -> float:
 
 def _repeat_group(ref: RunInput, tref: ClaimTrace, runs: Sequence[RunInput], traces: Sequence[ClaimTrace],
                   key: Key) -> list[int]:
-    """Indexes of runs that repeat ref for the claim: same prompt, same page versions, same pages read."""
+    """Indexes of runs that repeat ref for the claim: same prompt, model, page versions and pages read."""
     return [
         i for i, (r, t) in enumerate(zip(runs, traces))
-        if key in r.results and r.prompt_id is not None and r.prompt_id == ref.prompt_id
+        if key in r.results and r.prompt_id is not None and r.prompt_id == ref.prompt_id and r.model == ref.model
         and _same_pages(ref, tref, r, t) and t.path == tref.path
     ]
 
@@ -392,37 +407,64 @@ def flipped_keys(a: RunInput, b: RunInput) -> list[Key]:
                   if a.results[k].judge_verdict != b.results[k].judge_verdict)
 
 
+def _role_for(x: RunInput, tx: ClaimTrace, a: RunInput, ta: ClaimTrace, b: RunInput, tb: ClaimTrace) -> str | None:
+    """Which of ROLES x plays for one claim, its model aside: the same prompt (by sha) as one side and the
+    same page versions as the other side (a crossed run) or as the same side (a repeat)."""
+    prompt_a, prompt_b = x.prompt_id == a.prompt_id, x.prompt_id == b.prompt_id
+    if prompt_a and _same_pages(x, tx, a, ta):
+        return ROLES[2]
+    if prompt_b and _same_pages(x, tx, b, tb):
+        return ROLES[3]
+    if prompt_a and not prompt_b and _has_pages_of(x, tx, b, tb):
+        return ROLES[0]
+    if prompt_b and not prompt_a and _has_pages_of(x, tx, a, ta):
+        return ROLES[1]
+    return None
+
+
+def _models_held(role: str, x: RunInput, a: RunInput, b: RunInput) -> bool:
+    """A controlled run moves one input only: a repeat has its side's model, a crossed run the model of
+    both sides (when A and B differ in model, no crossed run isolates the prompt or the page)."""
+    if role == ROLES[2]:
+        return x.model == a.model
+    if role == ROLES[3]:
+        return x.model == b.model
+    return x.model == a.model == b.model
+
+
 def controlled_role(x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key]) -> dict[str, Any] | None:
     """How run x holds one side of A → B fixed for the flipped claims `keys` it judged: the same prompt
-    (by sha) as one side and, claim by claim, the same page versions as the other side (a crossed run)
-    or as the same side (a repeat). None when it does so for none of them; else {run, path, role (the
-    first of ROLES it plays), claims (per role, how many), why (one line)}."""
+    (by sha) as one side, the same model, and, claim by claim, the same page versions as the other side
+    (a crossed run) or as the same side (a repeat). None when it plays no role for any of them; else
+    {run, path, role (the first of ROLES it plays; None when only its model kept it from playing one),
+    claims (per role, how many), why (one line, naming the model)}."""
     if x.prompt_id is None:
         return None
     counts: Counter[str] = Counter()
+    other_model = 0
     for key in keys:
         if key not in x.results or key not in a.results or key not in b.results:
             continue
-        tx, ta, tb = claim_trace(x, key), claim_trace(a, key), claim_trace(b, key)
-        prompt_a, prompt_b = x.prompt_id == a.prompt_id, x.prompt_id == b.prompt_id
-        if prompt_a and _same_pages(x, tx, a, ta):
-            counts[ROLES[2]] += 1
-        elif prompt_b and _same_pages(x, tx, b, tb):
-            counts[ROLES[3]] += 1
-        elif prompt_a and not prompt_b and _has_pages_of(x, tx, b, tb):
-            counts[ROLES[0]] += 1
-        elif prompt_b and not prompt_a and _has_pages_of(x, tx, a, ta):
-            counts[ROLES[1]] += 1
-    if not counts:
-        return None
-    role = next(r for r in ROLES if counts[r])
+        role_of_x = _role_for(x, claim_trace(x, key), a, claim_trace(a, key), b, claim_trace(b, key))
+        if role_of_x is not None and _models_held(role_of_x, x, a, b):
+            counts[role_of_x] += 1
+        elif role_of_x is not None:
+            other_model += 1
     side = "A" if x.prompt_id == a.prompt_id else "B"
+    entry = {"run": x.name, "path": x.label, "stand_ins": list(x.stand_ins)}
+    if not counts:
+        if not other_model:
+            return None
+        models = a.model if a.model == b.model else f"A {a.model}, B {b.model}"
+        why = (f"{x.name}: not used: recorded with model {x.model}, not the compared runs' ({models}), so it "
+               f"does not hold {side}'s side fixed ({side}'s prompt, sha {x.prompt_id[:8]})")
+        return {**entry, "role": None, "claims": {}, "why": why}
+    role = next(r for r in ROLES if counts[r])
     pinned = f", recorded with --pages-from {x.pages_from}" if x.pages_from else ""
     uses = ", ".join(f"{r} for {counts[r]}" for r in ROLES if counts[r])
     why = (f"{x.name}: {uses} flipped claim{'s' if sum(counts.values()) != 1 else ''} ({side}'s prompt, sha "
-           f"{x.prompt_id[:8]}; page versions compared claim by claim{pinned})")
-    return {"run": x.name, "path": x.label, "role": role, "claims": dict(counts), "why": why,
-            "stand_ins": list(x.stand_ins)}
+           f"{x.prompt_id[:8]}, model {x.model}; page versions compared claim by claim{pinned})")
+    return {**entry, "role": role, "claims": dict(counts), "why": why}
 
 
 # --------------------------------------------------------------------------- one flip
@@ -526,15 +568,18 @@ def explain_flip(
     compares = _compare_pages(a, b, ta, tb)
     page_changed_any = any(c.changed for c in compares)
     if ra.judge_verdict == rb.judge_verdict:
-        if not page_changed_any:
+        if not page_changed_any or ra.judge_verdict is None:  # no verdict on either side: nothing held
             return None, None
         first = next(c for c in compares if c.changed)
         ev = _page_evidence(first, ta, tb, claim, ra, rb, a, b)
         return None, {
-            "file": key[0], "id": key[1], "verdict": ra.judge_verdict or "none", "url": ev["url"],
+            "file": key[0], "id": key[1], "verdict": ra.judge_verdict, "url": ev["url"],
             "sha256_a": ev["sha256_a"] or "missing", "sha256_b": ev["sha256_b"] or "missing",
             "where": "near the claim" if ev.get("near_claim") else (ev.get("note") or "page changed elsewhere"),
         }
+
+    if ra.judge_verdict is None or rb.judge_verdict is None:
+        return _no_verdict_flip(key, a, b, claim, gold), None
 
     pages = [_page_evidence(c, ta, tb, claim, ra, rb, a, b) for c in compares]
     both_recorded = ta.recorded and tb.recorded
@@ -641,12 +686,43 @@ def explain_flip(
         file=key[0], id=key[1], verdict_a=ra.judge_verdict, verdict_b=rb.judge_verdict,
         primary_cause=primary, causes=causes, evidence=evidence, summary=summary,
     )
-    label = gold.get(key)
+    return _with_gold(flip, gold.get(key)), None
+
+
+def _with_gold(flip: Flip, label: str | None) -> Flip:
+    """The flip with its gold label and which side got it right."""
     if label is not None:
         expected = GOLD_TO_VERDICT[label]
         flip.gold = label  # type: ignore[assignment]
-        flip.right = "a" if ra.judge_verdict == expected else "b" if rb.judge_verdict == expected else "neither"
-    return flip, None
+        flip.right = "a" if flip.verdict_a == expected else "b" if flip.verdict_b == expected else "neither"
+    return flip
+
+
+def no_verdict_error(run: RunInput, key: Key) -> str:
+    """Why run has no verdict on the claim: its result's error, else its conversation's."""
+    result = run.results.get(key)
+    return (result.error if result else None) or run.file_errors.get(key[0]) or "no error recorded"
+
+
+def _no_verdict_flip(key: Key, a: RunInput, b: RunInput, claim: Claim | None, gold: Mapping[Key, str]) -> Flip:
+    """A claim with a verdict on one side only. The judge did not change its verdict (it gave none), so no
+    input is a cause: `unknown`, with the silent side's error as the evidence."""
+    ra, rb = a.results[key], b.results[key]
+    side, run = ("a", a) if ra.judge_verdict is None else ("b", b)
+    error = no_verdict_error(run, key)
+    reasons = {"a": ra.reason, "b": rb.reason, side: f"{NO_VERDICT}: {error}"}
+    evidence: dict[str, Any] = {
+        "claim": claim.claim if claim else None,
+        "no_verdict": {"side": side, "error": error},
+        "quotes": {"a": ra.evidence_quote, "b": rb.evidence_quote},
+        "rules": {"a": ra.rule, "b": rb.rule},
+        "reasons": reasons,
+        "evidence_urls": {"a": ra.evidence_url, "b": rb.evidence_url},
+    }
+    flip = Flip(file=key[0], id=key[1], verdict_a=ra.judge_verdict, verdict_b=rb.judge_verdict,
+                primary_cause="unknown", causes=[], evidence=evidence,
+                summary=no_verdict_summary(side.upper(), error))
+    return _with_gold(flip, gold.get(key))
 
 
 def _noise_note(repeats: dict[str, Any]) -> str:
@@ -676,7 +752,7 @@ def _confirmations(
     va, vb = a.results[key].judge_verdict, b.results[key].judge_verdict
     out = []
     for x, tx in zip(extras, extra_traces):
-        if key not in x.results or x.prompt_id is None:
+        if key not in x.results or x.prompt_id is None or not x.model == a.model == b.model:
             continue
         vx = x.results[key].judge_verdict
         if x.prompt_id == a.prompt_id and _has_pages_of(x, tx, b, tb) and not _same_pages(x, tx, a, ta):

@@ -177,14 +177,19 @@ def read_text(path: str | Path) -> str:
     path = Path(path)
     try:
         return path.read_text("utf-8-sig")
-    except FileNotFoundError as exc:
-        raise InputError(path, "no such file") from exc
-    except IsADirectoryError as exc:
-        raise InputError(path, "is a folder, expected a file") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from exc
-    except OSError as exc:
-        raise InputError(path, f"cannot read ({exc.strerror or exc})") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise reading_error(path, exc) from exc
+
+
+def reading_error(path: str | Path, exc: OSError | UnicodeDecodeError, what: str = "file") -> InputError:
+    """The one-line InputError for a file that could not be read as UTF-8 text (`what` names the kind of file)."""
+    if isinstance(exc, FileNotFoundError):
+        return InputError(path, f"no such {what}")
+    if isinstance(exc, IsADirectoryError):
+        return InputError(path, f"is a folder, expected a {what}")
+    if isinstance(exc, UnicodeDecodeError):
+        return InputError(path, f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})")
+    return InputError(path, f"cannot read ({exc.strerror or exc})")
 
 
 def read_json(path: str | Path) -> Any:

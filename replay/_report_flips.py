@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape as rich_escape
 
+from ._flips import shown_verdict
 from ._io import dump_json, printable
 from ._page_diff import side_by_side, word_diff
 from ._records import Flip, FlipReport
@@ -99,7 +100,7 @@ def render_text(report: FlipReport, *, color: bool = False, width: int = 110) ->
         for f in flips:
             gold = f"  [dim]{_t(_gold(f))}[/]" if f.gold else ""
             console.print(f"  {_t(f.file)} [bold]{_t(f.id)}[/]  "
-                          f"{f.verdict_a or 'none'} → {f.verdict_b or 'none'}{gold}")
+                          f"{shown_verdict(f.verdict_a)} → {shown_verdict(f.verdict_b)}{gold}")
             console.print(f"      {_t(f.summary)}", soft_wrap=True)
     if report.held_despite_page_change:
         console.print()
@@ -169,7 +170,7 @@ def render_markdown(report: FlipReport) -> str:
     if report.flips:
         lines += ["| claim | A | B | cause | gold | why |", "|---|---|---|---|---|---|"]
         for f in sorted(report.flips, key=lambda f: (CAUSE_ORDER.index(f.primary_cause), f.file, f.id)):
-            lines.append(f"| {_code(f.file)} {_code(f.id)} | {f.verdict_a or 'none'} | {f.verdict_b or 'none'} "
+            lines.append(f"| {_code(f.file)} {_code(f.id)} | {shown_verdict(f.verdict_a)} | {shown_verdict(f.verdict_b)} "
                          f"| **{f.primary_cause}** | {_md(_gold(f))} | {_md(f.summary)} |")
         lines.append("")
         lines += ["### Details", ""]
@@ -194,14 +195,16 @@ def render_markdown(report: FlipReport) -> str:
 def _markdown_details(f: Flip) -> list[str]:
     ev = f.evidence
     out = [f"<details><summary><code>{_md(f.id)}</code> ({_md(f.file)}): "
-           f"{f.verdict_a} → {f.verdict_b}, <b>{f.primary_cause}</b></summary>", "",
+           f"{shown_verdict(f.verdict_a)} → {shown_verdict(f.verdict_b)}, <b>{f.primary_cause}</b></summary>", "",
            f"{_md(f.summary)}", ""]
     if ev.get("claim"):
         out += [f"Claim: {_md(ev['claim'])}", ""]
     for side in ("a", "b"):
         verdict = f.verdict_a if side == "a" else f.verdict_b
         rule = ev.get("rules", {}).get(side)
-        out.append(f"**{side.upper()}**: {verdict}" + (f" (rule {_md(rule)})" if rule else "")
+        error = ev["no_verdict"]["error"] if ev.get("no_verdict", {}).get("side") == side else None
+        out.append(f"**{side.upper()}**: {shown_verdict(verdict)}" + (f": {_md(error)}" if error else "")
+                   + (f" (rule {_md(rule)})" if rule else "")
                    + (f", {_md(ev['evidence_urls'][side])}" if ev.get("evidence_urls", {}).get(side) else ""))
         quote = ev.get("quotes", {}).get(side)
         out += ["", _fence(quote) if quote else "_no quote_", ""]
@@ -284,8 +287,7 @@ def _e(text: Any) -> str:
 
 
 def _badge(verdict: str | None) -> str:
-    v = verdict or "none"
-    return f'<span class="v v-{_e(v)}">{_e(v)}</span>'
+    return f'<span class="v v-{_e(verdict or "none")}">{_e(shown_verdict(verdict))}</span>'
 
 
 def anchor(flip: Flip) -> str:

@@ -229,8 +229,13 @@ def stored_endpoint(url: str, default_port: int) -> str:
 
 
 def failed_files(results: ResultsFile) -> list[FileResult]:
-    """The claims files whose conversation failed (no verdict for any of their claims)."""
-    return [f for f in results.files if f.error]
+    """The claims files to record again: their conversation failed, or a claim of theirs has no verdict."""
+    return [f for f in results.files if needs_recording_again(f)]
+
+
+def needs_recording_again(result: FileResult) -> bool:
+    """Whether a claims file's conversation failed or left a claim without a verdict (`--retry-failed`)."""
+    return bool(result.error) or any(r.judge_verdict is None for r in result.results)
 
 
 def _remember_secrets(api_key: str | None, *urls: str | None) -> None:
@@ -264,7 +269,7 @@ def _kept_from(run: Run, prompt: Prompt, model: str, batches: list[tuple[Path, C
     kept: dict[str, tuple[FileResult, RunStats]] = {}
     for path, batch in batches:
         result, entry = recorded.get(batch.file), entries.get(batch.file)
-        if result is None or entry is None or result.error or entry.sha256 != _sha256_file(path):
+        if result is None or entry is None or needs_recording_again(result) or entry.sha256 != _sha256_file(path):
             continue
         if not (run.path / entry.cassette).is_file():
             continue

@@ -38,9 +38,8 @@ CLAIMS = Path("demo/claims")
 PAGES = Path("demo/pages")
 GOLD = Path("demo/gold-correctness-set.json")
 CASSETTES = Path("cassettes")
-MODEL = "claude-sonnet-4-6"
-LEARN_PORT, MODEL_PORT = 47631, 47632
-"""Fixed ports: the stand-in URLs are recorded in the cassettes and manifests, so a re-record is byte-identical."""
+MODEL = "claude-sonnet-5-5"
+"""The model the demo runs name: the current Sonnet, whose response shape (thinking blocks) the stand-in imitates."""
 BASELINE, CANDIDATE = "v2-demo", "v3-demo"
 
 
@@ -144,28 +143,34 @@ def frozen_runs(runs: Iterable[DemoRun]) -> list[DemoRun]:
 
 def record(runs: list[DemoRun], *, force: bool = False) -> None:
     """Record each run with both stand-ins started in-process, through the real record path."""
+    from replay._batch_runner import ModelRoute
     from replay._runner import run_judge
     from replay._sim import start_learn, start_model
 
     os.chdir(REPO)
-    with start_learn(PAGES / runs[0].snapshot, port=LEARN_PORT) as learn, start_model(port=MODEL_PORT) as model:
+    # Any free ports: loopback endpoints are stored canonically, so the port changes no byte. Caching is on,
+    # as `judge` does by default; a fresh model stand-in per run keeps each run's cache accounting its own,
+    # so recording one run alone gives the same bytes as recording all of them.
+    with start_learn(PAGES / runs[0].snapshot, port=0) as learn:
         for run in runs:
             learn.set_pages(PAGES / run.snapshot)
             print(f"recording {CASSETTES / run.name} (prompt {run.prompt}, pages {run.snapshot})", file=sys.stderr)
             when = datetime.strptime(run.recorded_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
             os.environ["SOURCE_DATE_EPOCH"] = str(int(when.timestamp()))
-            run_judge(
-                run.prompt,
-                [CLAIMS],
-                CASSETTES / run.name,
-                "record",
-                model=MODEL,
-                learn_url=learn.url,
-                anthropic_base_url=model.url,
-                concurrency=1,
-                progress=False,
-                force=force,
-            )
+            with start_model(port=0) as model:
+                run_judge(
+                    run.prompt,
+                    [CLAIMS],
+                    CASSETTES / run.name,
+                    "record",
+                    model=MODEL,
+                    learn_url=learn.url,
+                    anthropic_base_url=model.url,
+                    concurrency=1,
+                    progress=False,
+                    force=force,
+                    route=ModelRoute(cache=True),
+                )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,9 +58,9 @@ def test_grade_json_keys_and_types(project, capsys):
     claims = json.loads((project / "runs" / "v3" / "run.json").read_text())["claims"][0]["path"]
     assert gate["reason"].endswith(
         f"; to re-record the candidate's claims without a verdict: judge-replay judge --prompt v3 --claims {claims} "
-        "--run runs/v3 --mode record --model claude-test"
+        "--run runs/v3 --mode record --model claude-test --retry-failed"
         f"; to re-record the baseline's claims without a verdict: judge-replay judge --prompt v2 --claims {claims} "
-        "--run runs/v2 --mode record --model claude-test")
+        "--run runs/v2 --mode record --model claude-test --retry-failed")
     assert isinstance(gate["mcnemar_p"], float) and gate["only_candidate_right"] == 1
 
 

@@ -71,3 +71,17 @@ def test_a_group_alone_shows_its_help(path: list[str], capsys: pytest.CaptureFix
     captured = capsys.readouterr()
     shown = captured.out + captured.err
     assert shown.startswith(f"Usage: {' '.join(['judge-replay', *path])} [OPTIONS] COMMAND") and "Commands:" in shown
+
+
+def test_judge_helps_replay_example_runs_as_printed_in_this_repository(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The replay example names a run this repository has (a bundled demo run), and replays it offline."""
+    from pathlib import Path
+
+    assert main(["judge", "--help"]) == 0
+    examples = [line.strip().split("#")[0].split() for line in capsys.readouterr().out.splitlines()]
+    [replay] = [words for words in examples if words[:2] == ["judge-replay", "judge"] and "replay" in words]
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    assert main([*replay[1:], "--no-progress"]) == 0, replay
+    assert "judge replay: prompt v3" in capsys.readouterr().out

@@ -193,8 +193,13 @@ def test_model_when_prompt_pages_and_path_are_the_same(tmp_path):
     assert flip.primary_cause == "model" and flip.causes == ["model"]
     assert flip.evidence["model"]["a"]["model"] == "claude-sonnet-4-5"
     assert "claude-sonnet-4-5 → claude-sonnet-4-6" in flip.summary
-    # A and B are themselves two repeats of the same prompt on the same page
-    assert flip.evidence["repeats"]["a_and_b"]["n"] == 2
+    # another model is no repeat: A and B do not measure each other's noise
+    assert "repeats" not in flip.evidence
+    # with the same model, A and B are themselves two repeats of the same prompt on the same page
+    same = run(tmp_path / "c", "v3", V3, [result("models-003", "not_grounded")], {MODELS_URL: page},
+               claims=[LOWER_BOUND], model="claude-sonnet-4-5")
+    flip = explain_flips(a, same, discover=False).flips[0]
+    assert flip.evidence["repeats"]["a_and_b"]["n"] == 2 and "same model claude-sonnet-4-5" in flip.summary
 
 
 def test_unknown_when_no_learn_traffic_was_recorded(tmp_path):
@@ -360,3 +365,80 @@ def test_discovery_uses_only_siblings_that_hold_one_side_fixed_and_says_which_an
     for text in (render_text(report), render_markdown(report), render_html(report)):
         assert "A&#x27;s prompt with B&#x27;s pages for 1" in text or "A's prompt with B's pages for 1" in text
         assert "aab-third-pages" not in text and "aac-other-prompt" not in text
+
+
+@pytest.mark.parametrize("prompt_b, text_b", [("v3", V3), ("v2", V2)], ids=["prompt-changed", "same-prompt"])
+def test_a_claim_without_a_verdict_on_one_side_is_unknown_never_a_judge_flip(tmp_path, prompt_b, text_b):
+    # B's conversation failed: its claims have no verdict. Nothing moved a verdict of the judge: neither the
+    # prompt (v2 → v3) nor the model (same prompt, same pages) is its cause, and a repeat of A that
+    # disagrees with A does not make it "within noise"
+    page = learn_page("after", "azure-openai-models.md")
+    error = "API error 529: overloaded (after 3 retries)"
+    runs = tmp_path / "runs"
+    a = run(runs / "a", "v2", V2, [result("models-003", "grounded"), result("models-010", "grounded")],
+            {MODELS_URL: page}, claims=[LOWER_BOUND, MINI])
+    failed = write_run(runs / "b", prompt=prompt_b, prompt_text=text_b, model="claude-test", pages={FILE: {}},
+                       results=[{"file": FILE, "error": error, "results": [{"id": "models-003", "error": error},
+                                                                          {"id": "models-010"}]}])
+    run(runs / "a-again", "v2", V2, [result("models-003", "not_grounded"), result("models-010", "not_grounded")],
+        {MODELS_URL: page}, claims=[LOWER_BOUND, MINI])
+    gold = GoldSet(items=[{"file": FILE, "id": "models-003", "label": "outdated"}])
+    report = explain_flips(a, Run(failed), gold)
+    assert [(f.id, f.verdict_a, f.verdict_b, f.primary_cause, f.causes) for f in report.flips] == [
+        ("models-003", "grounded", None, "unknown", []), ("models-010", "grounded", None, "unknown", [])]
+    flip, quiet = report.flips
+    assert flip.evidence["no_verdict"] == {"side": "b", "error": error}
+    assert flip.evidence["reasons"]["b"] == f"no verdict: {error}" and "repeats" not in flip.evidence
+    assert flip.summary == f"unknown: no verdict in B: {error}"
+    # a claim with no error of its own carries its conversation's error
+    assert quiet.summary == f"unknown: no verdict in B: {error}"
+    assert flip.gold == "outdated" and flip.right == "neither"
+    assert report.counts == {"unknown": 2} and report.confirm_commands == []
+    # B → A: the missing side is A
+    assert explain_flips(Run(failed), a).flips[0].summary == f"unknown: no verdict in A: {error}"
+
+    from replay._report_flips import render_html, render_markdown, render_text
+
+    text = render_text(report)
+    assert "grounded → no verdict" in text and "none" not in text
+    markdown = render_markdown(report)
+    assert "| grounded | no verdict | **unknown** |" in markdown and f"**B**: no verdict: {error}" in markdown
+    assert "None" not in markdown
+    html = render_html(report)
+    assert '<span class="v v-none">no verdict</span>' in html and f"no verdict: {error}" in html
+
+
+def test_a_sibling_recorded_with_another_model_is_no_controlled_run_and_says_so(tmp_path):
+    c = change(1)
+    before, after = learn_page("before", c["file"]), learn_page("after", c["file"])
+    runs = tmp_path / "runs"
+    a = run(runs / "a", "v2", V2, [result("models-010", "grounded")], {MODELS_URL: before}, claims=[MINI])
+    b = run(runs / "b", "v3", V3, [result("models-010", "not_grounded")], {MODELS_URL: after}, claims=[MINI])
+    # A's prompt on B's pages, but recorded with another model: it moves two inputs, not one
+    run(runs / "a-prompt-b-pages", "v2", V2, [result("models-010", "not_grounded")], {MODELS_URL: after},
+        claims=[MINI], model="claude-other")
+    # a repeat of B with another model measures no noise of B's either
+    run(runs / "b-repeat", "v3", V3, [result("models-010", "grounded")], {MODELS_URL: after}, claims=[MINI],
+        model="claude-other")
+    report = explain_flips(a, b)
+    [flip] = report.flips
+    assert flip.primary_cause == "prompt+page" and "confirmations" not in flip.evidence and "repeats" not in flip.evidence
+    assert report.extra_runs == []
+    notes = {c["run"]: c for c in report.controlled_runs}
+    assert set(notes) == {"a-prompt-b-pages", "b-repeat"} and all(c["role"] is None for c in notes.values())
+    assert notes["a-prompt-b-pages"]["why"].startswith(
+        "a-prompt-b-pages: not used: recorded with model claude-other, not the compared runs' (claude-test)")
+    # still missing: the commands to record them (with the compared runs' model)
+    assert report.confirm_commands and all("--model claude-test" in cmd for cmd in report.confirm_commands)
+    # passed explicitly with --with, the same: named, not used
+    given = explain_flips(a, b, None, [Run(runs / "a-prompt-b-pages")], discover=False)
+    assert "confirmations" not in given.flips[0].evidence
+    assert given.controlled_runs[0]["role"] is None and "claude-other" in given.controlled_runs[0]["why"]
+
+    # the same sibling recorded with the compared runs' model is used, and its line names the model
+    run(runs / "a-prompt-b-pages", "v2", V2, [result("models-010", "not_grounded")], {MODELS_URL: after},
+        claims=[MINI], model="claude-test")
+    report = explain_flips(a, b)
+    assert report.flips[0].primary_cause == "page"
+    used = {c["run"]: c for c in report.controlled_runs}["a-prompt-b-pages"]
+    assert used["role"] == "A's prompt with B's pages" and "model claude-test" in used["why"]

@@ -14,7 +14,7 @@ import pytest
 
 from factories import write_json
 from replay._cli.main import main
-from replay._commands import rerecord_command
+from replay._commands import retry_failed_command
 from replay._records import RunManifest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,9 +77,10 @@ def test_the_gate_refuses_a_candidate_with_claims_without_a_verdict(project, cap
     assert head == ("do not adopt: the candidate has 15 claims without a verdict out of 43 (failed or cut-off "
                     "conversations: counted as FN where the gold flags the claim, never as a negative)")
     manifest = RunManifest.model_validate_json((project / "runs" / "v3-failed" / "run.json").read_text("utf-8"))
-    assert fix == rerecord_command(manifest, ["demo/claims/evaluation.json", "demo/claims/quotas-and-limits.json"],
-                                   "runs/v3-failed")
-    assert " --claims demo/claims/evaluation.json demo/claims/quotas-and-limits.json --run runs/v3-failed " in fix
+    # every claims file of the run with --retry-failed: only the failed ones are recorded again, the others
+    # are kept as recorded (a command naming just the failed files would replace the run with a part of it)
+    assert fix == retry_failed_command(manifest, "runs/v3-failed")
+    assert fix.endswith(" --retry-failed") and " --claims demo/claims/azure-openai-models.json " in fix
 
 
 def test_the_gate_refuses_even_when_the_candidate_would_otherwise_win(project, capsys):
@@ -97,7 +98,9 @@ def test_the_gate_refuses_even_when_the_candidate_would_otherwise_win(project, c
     assert out["precision"] > out["baseline"]["precision"] and out["recall"] > out["baseline"]["recall"]
     assert out["gate"]["adopt"] is False
     assert out["gate"]["reason"].startswith("do not adopt: the candidate has 1 claim without a verdict out of 43")
-    assert "--claims demo/claims/provisioned-throughput.json --run runs/v3-failed" in out["gate"]["reason"]
+    assert out["gate"]["reason"].endswith("--run runs/v3-failed --mode record --model claude-sonnet-5-5 --learn-url "
+                                          "http://127.0.0.1:8931/api/mcp --anthropic-base-url http://127.0.0.1:8932 "
+                                          "--retry-failed")
 
 
 def test_a_baseline_without_verdicts_cannot_flatter_a_candidate(project, capsys):
@@ -109,14 +112,16 @@ def test_a_baseline_without_verdicts_cannot_flatter_a_candidate(project, capsys)
 
 
 def test_results_outside_a_run_say_which_files_to_record_again(project, capsys):
-    shutil.copy(project / "runs" / "v3-failed" / "results.json", project / "v3-results.json")
+    data = json.loads((project / "runs" / "v3-failed" / "results.json").read_text("utf-8"))
+    assert data.pop("stand_ins") == ["learn", "model"]  # a results file written by a run says what it rests on
+    (project / "v3-results.json").write_text(json.dumps(data), "utf-8")  # a hand-made one may not
     assert main(["grade", "v3-results.json", "--gold", "gold.json", "--baseline", "runs/v2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["gate"]["reason"].endswith(
         "; to re-record the candidate's claims without a verdict: record the claims of docs/evaluation.md, "
         "docs/quotas-and-limits.md again "
         "(v3-results.json is not a run folder that names its claims files, so the command is not known)")
-    # and the grade says it cannot tell which services the results came from
+    # and, with no `stand_ins` in the file and no run.json beside it, the grade says it cannot tell
     assert out["stand_ins"] is None
     assert any(n.startswith("cannot tell whether v3-results.json came from") for n in out["notes"])
 
@@ -161,5 +166,5 @@ def test_bakeoff_counts_no_verdict_in_every_format(project, capsys):
     assert "v3 (runs/v3-failed): 15 claim(s) without a verdict" in text
     assert main([*args, "--markdown"]) == 0
     md = capsys.readouterr().out
-    assert "| v3 (candidate) | runs/v3-failed | claude-sonnet-4-6 | 0.889 | 0.571 |" in md
+    assert "| v3 (candidate) | runs/v3-failed | claude-sonnet-5-5 | 0.889 | 0.571 |" in md
     assert "| 8 | 1 | 6 | 19 | 15 |" in md

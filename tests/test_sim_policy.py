@@ -226,3 +226,53 @@ def test_magnitudes():
 
 def _table(verdict: dict) -> tuple:
     return verdict["judge_verdict"], verdict["rule"], verdict["evidence_quote"]
+
+
+LIFECYCLE = """# Model deprecations and retirements
+
+| Model | Version | Lifecycle status | Deprecation date | Retirement date |
+|:--|:--|:--|:--|:--|
+| `gpt-5` | 2025-08-07 | Generally Available | 2026-08-07 | 2027-02-06 |
+| `gpt-4.1` | 2025-04-14 | Generally Available | 2026-04-14 | 2026-10-14 |
+| `gpt-4o` | 2024-11-20 | Generally Available | 2025-11-20 | 2026-10-01 |
+| `dall-e-3` | 3 | Retired | n/a | n/a |
+"""
+GPT5_ROW, GPT41_LIFECYCLE_ROW = LIFECYCLE.splitlines()[4], LIFECYCLE.splitlines()[5]
+
+
+@pytest.mark.parametrize("prompt", ["v2", "v3"])
+def test_a_year_claim_is_judged_on_the_entitys_own_row(prompt):
+    text = {"v2": V2, "v3": V3}[prompt]
+
+    def judged(claim: str) -> dict:
+        return judge_claim({"claim": claim, "claim_type": "status"}, LIFECYCLE, text)
+
+    # 2026 is on gpt-4.1's row (2026-10-14): true, quoted from that row, never "absent from the page" (R2)
+    verdict = judged("The `gpt-4.1` model retires in 2026.")
+    assert _table(verdict) == ("grounded", "", GPT41_LIFECYCLE_ROW)
+    assert "2026-10-14" in verdict["reason"] and "absent" not in verdict["reason"]
+    # 2027 is on the page (gpt-5's row), not on gpt-4.1's: the row's dates contradict it
+    verdict = judged("The `gpt-4.1` model retires in 2027.")
+    assert _table(verdict) == ("not_grounded", "", GPT41_LIFECYCLE_ROW)
+    assert verdict["reason"].endswith("gives 2025-04-14, 2026-04-14, 2026-10-14, not 2027")
+    assert _table(judged("The `gpt-5` model retires in 2027.")) == ("grounded", "", GPT5_ROW)
+    # the entity's row gives no date at all: silent on the year, not "absent"
+    assert _table(judged("The `dall-e-3` model retires in 2026.")) == ("source_silent", "", "")
+    # an entity that is on no row: the base steps, unchanged (R2 in v3)
+    absent = judged("The `gpt-3.5` model retires in 2026.")
+    assert absent["judge_verdict"] == ("not_grounded" if prompt == "v3" else "source_silent")
+
+
+def test_a_year_on_another_models_row_never_grounds_the_claim():
+    # 2027 is a page token (gpt-5's row), so step 3 alone would say grounded, quoting gpt-5's row
+    verdict = judge_claim({"claim": "gpt-4.1 2025-04-14 retires in 2027.", "claim_type": "status"}, LIFECYCLE, V3)
+    assert _table(verdict) == ("not_grounded", "", GPT41_LIFECYCLE_ROW)
+
+
+def test_a_count_is_not_a_year_and_v1_reads_years_as_tokens():
+    # `2,025` is a count, not a claimed year: the base steps decide it
+    count = judge_claim({"claim": "gpt-4.1 serves 2,025 requests.", "claim_type": "tpm"}, LIFECYCLE, V3)
+    assert "own line" not in count["reason"]
+    # v1 has no exact-value rule: the base policy (2026 is no token of the page)
+    assert judge_claim({"claim": "The `gpt-4.1` model retires in 2026.", "claim_type": "status"}, LIFECYCLE,
+                       V1)["judge_verdict"] == "source_silent"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .._commands import judge_command
+from .._commands import retry_failed_command
 from .._config import project_prices, setting
 from .._cost import CostBudget, cost_line, results_cost
 from .._errors import UsageError
@@ -31,7 +31,7 @@ EPILOG = "\n\n".join([
     examples(
         "judge-replay judge --prompt v3 --claims demo/claims --mode live --out results.json   # billed, keeps results",
         "judge-replay judge --prompt v3 --claims demo/claims --run runs/v3 --mode record      # billed, keeps a run",
-        "judge-replay judge --mode replay --run runs/v3                                       # offline, free",
+        "judge-replay judge --mode replay --run cassettes/v3-demo                             # offline, free",
     ),
 ])
 
@@ -148,10 +148,9 @@ def command(
         if run_dir and mode == "record":
             m = Run(run_dir).manifest
             paths = [e.path for e in m.claims if e.file in {f.file for f in failed}]
-            retry = judge_command(prompt=m.prompt, claims=[e.path for e in m.claims], run=run_dir, model=m.model,
-                                  learn_url=learn_url, anthropic_base_url=anthropic_base_url, pages_from=m.pages_from)
+            retry = retry_failed_command(m, str(run_dir), learn_url=learn_url, anthropic_base_url=anthropic_base_url)
             click.echo(f"{len(failed)} of {len(results.files)} claims files failed ({', '.join(paths)}); the run keeps "
-                       f"what was recorded. To record just those again:\n  {printable(retry)} --retry-failed", err=True)
+                       f"what was recorded. To record just those again:\n  {printable(retry)}", err=True)
         else:
             click.echo(f"{len(failed)} of {len(results.files)} claims files failed", err=True)
         click.get_current_context().exit(1)

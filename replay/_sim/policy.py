@@ -24,6 +24,18 @@ Base policy (SPEC.md steps 2-5 and the lower-bound rule)
 
 Prompt-dependent behaviours (by the headings the prompt text contains: `R1 —` ... `R7 —`,
 `EXACT-VALUE RULE`)
+    - Years (`EXACT-VALUE RULE`: "the specific ... date ... must match"): a claim with a year among its
+      value tokens (a bare four-digit 1900-2099 token of the claim, as in "retires in 2026"; `2,025` is
+      a count) is judged on its own line before step 3, when it has one: the line that contains every
+      other value token of the claim (the model name, the other figures: the entity's row, never
+      another model's), or, when it has no other value token, that shares at least two subject words;
+      among those, the one sharing the most subject words. A line's years are its year tokens and the
+      year of each date on it (`2026-10-14` gives 2026). Every claimed year among them: `grounded`
+      (then R4 as in step 3); else, if the line has years: `not_grounded` rule "" (the exact-value
+      rule: the row gives another date), naming the line's dates; a line without any year or date:
+      `source_silent` (the row states no date). No such line: the steps below, unchanged. Any date on
+      the line counts (the stand-in reads no column headers: a release date in the claimed year
+      grounds "retires in" that year). Without the heading (prompt v1) years are plain tokens.
     - No `EXACT-VALUE RULE` (prompt v1): where step 4 would say `not_grounded`, say `grounded`
       instead (v1 accepts a page that is "about" the claim), same quote, rule "".
     - R7 (`R7 —`): raw claim tokens that begin with `~` or `≈` are illustrative: they are dropped from
@@ -76,6 +88,7 @@ EXACT_VALUE_HEADING = "EXACT-VALUE RULE"
 R5_TOLERANCE = 0.10
 R6_SHARE = 0.75
 _YEAR = re.compile(r"^(19|20)\d\d$")
+_DATE = re.compile(r"^((19|20)\d\d)-\d\d(-\d\d)?$")
 
 
 def prompt_headings(prompt_text: str) -> frozenset[str]:
@@ -110,6 +123,17 @@ def is_magnitude(token: str) -> bool:
         return False
     plain = without_thousands(token)
     return "." not in plain or plain[-1].isalpha()
+
+
+def line_years(tokens_of_line: Iterable[str]) -> dict[str, list[str]]:
+    """year -> the tokens of a line that carry it: a year token (`2026`) or a date (`2026-10-14`)."""
+    out: dict[str, list[str]] = {}
+    for t in sorted(tokens_of_line):
+        m = _DATE.match(t)
+        year = m.group(1) if m else t if _YEAR.match(t) else None
+        if year is not None:
+            out.setdefault(year, []).append(t)
+    return out
 
 
 def _magnitudes(text: str) -> list[float]:
@@ -149,6 +173,8 @@ class _Judgement:
         self.values = values
         self.magnitudes = {without_thousands(t) for t in tokens(self.text) if is_magnitude(t)}
         """The value tokens (normalised as in `values`) that are magnitudes, for R5."""
+        self.years = [v for v in values if _YEAR.match(v) and v in tokens(self.text)]
+        """The claimed years: bare four-digit tokens of the claim (`2,025`, a count, is `2025` in `values`)."""
         self.subjects = _unique(subject_words(self.text))
         self.lines: list[str] = [ln for ln in (page or "").splitlines() if ln.strip()]
         self.line_tokens: list[set[str]] = [line_token_set(ln) for ln in self.lines]
@@ -178,6 +204,10 @@ class _Judgement:
         bounds = [(v, b) for v in self.values if (b := _lower_bound(v)) is not None]
         if bounds:
             return self.lower_bound(*bounds[0], others=[v for v in self.values if _lower_bound(v) is None])
+        if self.years and "EXACT-VALUE" in self.headings:
+            dated = self.years_on_own_line()
+            if dated is not None:
+                return dated
         grounded = self.step3()
         if grounded is not None:
             return grounded
@@ -202,6 +232,29 @@ class _Judgement:
                 return _verdict("not_grounded", "R1", line, f"the page states {shown}, more than twice the lower bound {token}")
             return _verdict("grounded", "", line, f"the page states {shown}, a tight fit for the lower bound {token}")
         return _verdict("grounded", "", line, f"the page states {shown}, which satisfies the lower bound {token}")
+
+    def years_on_own_line(self) -> dict[str, str] | None:
+        """The claimed years against the years and dates on the claim's own line (module docstring)."""
+        others = [v for v in self.values if v not in self.years]
+        if others:
+            own = [i for i in range(len(self.lines)) if all(v in self.line_tokens[i] for v in others)]
+        else:
+            own = [i for i in range(len(self.lines)) if self.shared_subjects(i) >= 2]
+        index = self.best_subject_line(own)
+        if index is None:
+            return None
+        line, on_line = self.lines[index], line_years(self.line_tokens[index])
+        if all(y in on_line for y in self.years):
+            legacy = self.r4(index)
+            if legacy is not None:
+                return legacy
+            found = ", ".join(t for y in self.years for t in on_line[y])
+            return self.grounded(line, f"the claim's own line carries {' '.join(self.years)} ({found})")
+        if not on_line:
+            return _verdict("source_silent", "", "", f"the claim's own line gives no date for {' '.join(self.years)}")
+        dates = ", ".join(t for ts in on_line.values() for t in ts)
+        missing = " ".join(y for y in self.years if y not in on_line)
+        return _verdict("not_grounded", "", line, f"the claim's own line gives {dates}, not {missing}")
 
     def step3(self) -> dict[str, str] | None:
         if self.values:
