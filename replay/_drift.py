@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import posixpath
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -401,6 +402,26 @@ def is_at_risk(claim: DriftClaim) -> bool:
     return claim.status in AT_RISK_STATUSES
 
 
+def rerecord_target(run: str, today: str, outside_project: str | None = None) -> tuple[str, str]:
+    """(the run folder the suggested re-record writes, one line saying what recording there does).
+
+    Beside the run (`<run>-<today>`), where a project keeps its runs, unless `outside_project` is given
+    (a folder outside the project, for a run whose folder the project's own tests watch: the bundled
+    demo runs), then `<outside_project>/<run name>-<today>`."""
+    parent, name = posixpath.split(run.rstrip("/"))
+    if outside_project is None:
+        folder = f"{run.rstrip('/')}-{today}"
+        return folder, (f"{folder} is a new run folder beside {run}: `diff` may use it as a controlled run of its "
+                        "siblings, and a project whose tests snapshot every run needs its snapshot written "
+                        "(pytest --snapshot-update)")
+    folder = f"{outside_project.rstrip('/')}/{name}-{today}"
+    where = parent or "."
+    return folder, (f"{folder} is outside the project: a run folder in {where}/ is part of it (`diff` may use it "
+                    "as a controlled run of its siblings, tests/test_snapshots.py expects its snapshot); to keep "
+                    f"the new run, record it into {where}/ and write its snapshot "
+                    "(pytest tests/test_snapshots.py --snapshot-update)")
+
+
 def drift_report(
     *,
     run: str,
@@ -411,10 +432,12 @@ def drift_report(
     recorded_as: RunManifest,
     claims_paths: Mapping[str, str],
     rerecord_run: str,
+    rerecord_note: str | None = None,
 ) -> DriftReport:
     """Drift of every claim of a run. Pages are keyed by normalised URL (as `Run.pages` is);
     `claims_paths` maps a claims batch's `file` to its claims file path, and `recorded_as` is the run's
-    manifest, for the command that re-records the files at risk the way the run was recorded."""
+    manifest, for the command that re-records the files at risk the way the run was recorded (into
+    `rerecord_run`; `rerecord_note` says what that folder is, see `rerecord_target`)."""
     claims = []
     for item in items:
         key = normalise_learn_url(item.evidence_url) if item.evidence_url else None
@@ -428,8 +451,8 @@ def drift_report(
         paths = [claims_paths.get(f, f"<claims file of {f}>") for f in files]
         commands = [rerecord_command(recorded_as, paths, rerecord_run),
                     shlex.join(["judge-replay", "diff", run, rerecord_run])]
-    return DriftReport(run=run, against=against, claims=claims, at_risk=at_risk,
-                       rerecord_commands=commands, pages=_pages(claims))
+    return DriftReport(run=run, against=against, claims=claims, at_risk=at_risk, rerecord_commands=commands,
+                       rerecord_note=rerecord_note if commands else None, pages=_pages(claims))
 
 
 def _pages(claims: list[DriftClaim]) -> list[DriftPage]:

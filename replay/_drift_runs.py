@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 
-from ._drift import ClaimEvidence, drift_report, evidence_url
+from ._drift import ClaimEvidence, drift_report, evidence_url, rerecord_target
 from ._flip_inputs import claims_paths as run_claims_paths
 from ._io import write_model
 from ._mcp import FETCH_TOOL, normalise_learn_url
@@ -21,15 +21,16 @@ SNAPSHOT_PROMPT = "pages-snapshot"
 
 def run_drift(old_run: Run, new_run: Run, *, run_name: str, against_name: str,
               claims: Mapping[str, list[Claim]] | None = None, claims_paths: Mapping[str, str] | None = None,
-              today: str) -> DriftReport:
+              today: str, outside_project: str | None = None) -> DriftReport:
     """The drift report of `old_run` against the pages of `new_run` (both run folders, read offline)."""
     items = drift_items(old_run, claims or {})
     paths = {**run_claims_paths(old_run), **(claims_paths or {})}
     # the re-record fetches today's pages: never pinned to the pages the old run may have been served from
     recorded_as = old_run.manifest.model_copy(update={"pages_from": None})
+    folder, note = rerecord_target(run_name, today, outside_project)
     return drift_report(
         run=run_name, against=against_name, items=items, old_pages=old_run.pages, new_pages=new_run.pages,
-        recorded_as=recorded_as, claims_paths=paths, rerecord_run=f"{run_name}-{today}",
+        recorded_as=recorded_as, claims_paths=paths, rerecord_run=folder, rerecord_note=note,
     )
 
 

@@ -698,7 +698,7 @@ def _with_gold(flip: Flip, label: str | None) -> Flip:
     return flip
 
 
-def no_verdict_error(run: RunInput, key: Key) -> str:
+def _no_verdict_error(run: RunInput, key: Key) -> str:
     """Why run has no verdict on the claim: its result's error, else its conversation's."""
     result = run.results.get(key)
     return (result.error if result else None) or run.file_errors.get(key[0]) or "no error recorded"
@@ -709,7 +709,7 @@ def _no_verdict_flip(key: Key, a: RunInput, b: RunInput, claim: Claim | None, go
     input is a cause: `unknown`, with the silent side's error as the evidence."""
     ra, rb = a.results[key], b.results[key]
     side, run = ("a", a) if ra.judge_verdict is None else ("b", b)
-    error = no_verdict_error(run, key)
+    error = _no_verdict_error(run, key)
     reasons = {"a": ra.reason, "b": rb.reason, side: f"{NO_VERDICT}: {error}"}
     evidence: dict[str, Any] = {
         "claim": claim.claim if claim else None,
@@ -854,8 +854,9 @@ def gold_labels(gold: GoldSet | None) -> dict[Key, str]:
 
 def confirm_commands(a: RunInput, b: RunInput, report: FlipReport, parent: str) -> list[str]:
     """`judge` commands that would record the missing controlled runs for this report's flips: A's prompt
-    with B's pages and the crossed one (for flips where both changed), else a repeat of A and of B on
-    their own pages (to measure noise). `parent` is the folder the new runs go in (their sibling folder,
+    with B's pages and the crossed one (for flips where both changed, when A and B share their model: else
+    no crossed run holds everything but one input), else a repeat of A and of B on their own pages (to
+    measure noise). `parent` is the folder the new runs go in (their sibling folder,
     where `diff` finds them); each command runs the prompt side's model at its recorded endpoint."""
     crossed = {f.file for f in report.flips if f.primary_cause in ("prompt+page", "page") and
                not f.evidence.get("confirmations")}
@@ -870,7 +871,7 @@ def confirm_commands(a: RunInput, b: RunInput, report: FlipReport, parent: str) 
                              model=prompt_of.model, anthropic_base_url=prompt_of.anthropic_base_url,
                              pages_from=pages_of.label)
 
-    if crossed:
+    if crossed and a.model == b.model:  # a crossed run isolates prompt from page only when the model is held too
         out.append(command(a, b, crossed, f"{a.name}-prompt-{b.name}-pages"))
         out.append(command(b, a, crossed, f"{b.name}-prompt-{a.name}-pages"))
     if repeat:

@@ -408,6 +408,8 @@ class DriftReport(BaseModel):
     at_risk: list[dict[str, str]]
     rerecord_commands: list[str] = []
     """Commands that re-record only the claims files with a claim at risk (empty when none is)."""
+    rerecord_note: str | None = None
+    """Where the re-record command records, and what a run folder there does to the project."""
     pages: list[DriftPage] = []
     """Every page the claims rest on, old and new content hash."""
     snapshot: str | None = None

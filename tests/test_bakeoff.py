@@ -238,3 +238,21 @@ def test_a_frozen_results_file_written_before_costs_were_kept_gains_them_without
     path.write_text(json.dumps(changed))
     assert main(["bakeoff", "--no-replay", "--json"]) == 2
     assert "refusing to overwrite frozen results" in capsys.readouterr().err
+
+
+def test_a_claim_without_a_verdict_is_no_verdict_with_its_error_never_a_judge_flip(project, capsys):
+    # the two runs share their prompt text: before, a failed claim was explained as a model flip
+    error = "API error 529: overloaded (after 3 retries)"
+    results = _results({"a-1": "not_grounded", "a-2": "grounded"})  # a-3 is not in the results at all
+    results[0]["results"][0] = {"id": "a-1", "error": error}
+    write_run(project / "cassettes" / "v3-demo", prompt="v3", model="claude-x", results=results,
+              pages={"docs/a.md": {URL: PAGE}}, recorded_at="2026-11-02T00:00:00Z")
+    main(["bakeoff", "--no-replay", "--out-dir", "out"])
+    out = capsys.readouterr().out
+    assert (f'docs/a.md:a-1 "{CLAIMS["a-1"]}": grounded → no verdict; gold outdated; neither right; '
+            f"cause unknown (no verdict in B: {error})") in out
+    assert (f'docs/a.md:a-3 "{CLAIMS["a-3"]}": source_silent → no verdict; gold wrong; neither right; '
+            "cause unknown (no verdict in B: the claim is not in its results)") in out
+    main(["bakeoff", "--no-replay", "--out-dir", "out", "--json"])
+    flips = json.loads(capsys.readouterr().out)["flips"][0]["flips"]
+    assert [(f["id"], f["candidate"], f["cause"]) for f in flips] == [("a-1", None, "unknown"), ("a-3", None, "unknown")]

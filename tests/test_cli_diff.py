@@ -159,3 +159,25 @@ def test_runs_made_against_the_stand_ins_are_marked_in_every_format(runs, tmp_pa
     # the controlled run that uses B's prompt is recorded against B's model endpoint: the stand-in's
     crossed = next(c for c in report["confirm_commands"] if "--prompt v3" in c)
     assert parse_printed_command(crossed)["anthropic_base_url"] == "http://127.0.0.1:8932"
+
+
+def test_a_failed_conversation_is_no_verdict_in_every_format(runs, capsys):
+    a, b, gold = runs
+    error = "the answer was cut off (stop_reason max_tokens)"
+    results = json.loads((b.path / "results.json").read_text())
+    for fr in results["files"]:
+        fr["error"] = error
+        fr["results"] = [{"id": r["id"], "error": error} for r in fr["results"]]
+    write_json(b.path / "results.json", results)
+    assert main(["diff", str(a.path), str(b.path), "--format", "json", "--gold", str(gold)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(f["id"], f["verdict_b"], f["primary_cause"], f["evidence"]["no_verdict"]) for f in data["flips"]] == [
+        ("models-003", None, "unknown", {"side": "b", "error": error}),
+        ("models-010", None, "unknown", {"side": "b", "error": error})]
+    assert data["counts"] == {"unknown": 2}
+    assert main(["diff", str(a.path), str(b.path)]) == 0
+    text = capsys.readouterr().out
+    assert "models-003  grounded → no verdict" in text and f"unknown: no verdict in B: {error}" in text
+    assert main(["diff", str(a.path), str(b.path), "--format", "markdown"]) == 0
+    markdown = capsys.readouterr().out
+    assert "| grounded | no verdict | **unknown** |" in markdown and "| none |" not in markdown

@@ -321,3 +321,37 @@ def test_terminal_output_shows_planted_escape_sequences_as_text(tmp_path, capsys
     for text in (out, err):
         assert "\x1b" not in text and "\x07" not in text
     assert "\\x1b]0;owned\\x07" in out  # shown, not obeyed
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_bundled_demo_runs_re_record_goes_outside_the_project_and_says_why(capsys, monkeypatch):
+    # recording beside cassettes/v3-demo would add a run without a snapshot (tests/test_snapshots.py fails)
+    # and a new sibling that `diff` may pick: the suggestion records outside the project
+    monkeypatch.chdir(ROOT)
+    code, out, _ = run_cli(capsys, "drift", "cassettes/v3-demo", "--against", "cassettes/v3-demo-2026-09", "--json")
+    report = json.loads(out)
+    assert code == 1 and report["at_risk"]
+    params = parse_printed_command(report["rerecord_commands"][0])
+    target = Path(params["run_dir"]).resolve()
+    assert not target.is_relative_to(ROOT), target
+    assert parse_printed_command(report["rerecord_commands"][1])["run_b"] == params["run_dir"]
+    assert report["rerecord_note"].startswith(f"{params['run_dir']} is outside the project: a run folder in "
+                                              "cassettes/ is part of it")
+    assert "pytest tests/test_snapshots.py --snapshot-update" in report["rerecord_note"]
+    code, out, _ = run_cli(capsys, "drift", "cassettes/v3-demo", "--against", "cassettes/v3-demo-2026-09")
+    assert f"({params['run_dir']} is outside the project: " in " ".join(out.split())
+
+
+def test_a_users_run_is_re_recorded_beside_it_saying_what_that_adds(tmp_path, capsys):
+    old = write_recorded_run(tmp_path / "cassettes" / "v3-old", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+    new = write_recorded_run(tmp_path / "cassettes" / "v3-new",
+                             {MODELS: MODELS_V1.replace("| 200,000 |", "| 400,000 |"), QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+    code, out, _ = run_cli(capsys, "drift", old, "--against", new, "--claims", write_claims(tmp_path / "c"), "--json")
+    report = json.loads(out)
+    folder = parse_printed_command(report["rerecord_commands"][0])["run_dir"]
+    assert code == 1 and Path(folder).parent == old.parent and Path(folder).name.startswith("v3-old-")
+    assert report["rerecord_note"] == (
+        f"{folder} is a new run folder beside {old}: `diff` may use it as a controlled run of its siblings, and a "
+        "project whose tests snapshot every run needs its snapshot written (pytest --snapshot-update)")

@@ -442,3 +442,15 @@ def test_a_sibling_recorded_with_another_model_is_no_controlled_run_and_says_so(
     assert report.flips[0].primary_cause == "page"
     used = {c["run"]: c for c in report.controlled_runs}["a-prompt-b-pages"]
     assert used["role"] == "A's prompt with B's pages" and "model claude-test" in used["why"]
+
+
+def test_no_crossed_run_is_suggested_when_the_compared_runs_differ_in_model(tmp_path):
+    c = change(1)
+    before, after = learn_page("before", c["file"]), learn_page("after", c["file"])
+    a = run(tmp_path / "a", "v2", V2, [result("models-010", "grounded")], {MODELS_URL: before}, claims=[MINI])
+    b = run(tmp_path / "b", "v3", V3, [result("models-010", "not_grounded")], {MODELS_URL: after}, claims=[MINI],
+            model="claude-other")
+    report = explain_flips(a, b)
+    assert report.flips[0].primary_cause == "prompt+page"
+    # A's prompt on B's pages with either model still moves two inputs against one of the runs
+    assert not any("--pages-from" in cmd for cmd in report.confirm_commands)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import shlex
+import tempfile
 from datetime import datetime, timezone
+from pathlib import Path
 
 import click
 from rich.table import Table
@@ -16,7 +18,7 @@ from .._drift import STATUS_ORDER
 from .._drift_runs import drift_items, record_page_snapshot, run_drift
 from .._errors import CheckFailed, UsageError
 from .._io import load_claims, printable
-from .._pagestore import PageStore, cassettes_root, store_folder
+from .._pagestore import DEFAULT_CASSETTES, PageStore, cassettes_root, store_folder
 from .._records import LEARN_MCP_URL, Claim, DriftClaim, DriftReport
 from .._render import console_for
 from .._runs import Run
@@ -65,7 +67,8 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
         new_run = Run(str(against))
         against_name = str(against)
     report = run_drift(old_run, new_run, run_name=run.rstrip("/"), against_name=against_name,
-                       claims=overrides, claims_paths=override_paths, today=now.strftime("%Y%m%d"))
+                       claims=overrides, claims_paths=override_paths, today=now.strftime("%Y%m%d"),
+                       outside_project=tempfile.gettempdir() if is_bundled_run(old_run) else None)
     if live:
         report.snapshot = against_name
     report.stand_ins = {"run": list(old_run.manifest.stand_ins), "against": list(new_run.manifest.stand_ins)}
@@ -81,6 +84,14 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
         print_report(report)
     if report.at_risk:
         raise CheckFailed(f"drift: {len(report.at_risk)} claim(s) of {report.run} rest on evidence that changed")
+
+
+def is_bundled_run(run: Run) -> bool:
+    """Whether the run lives in the cassettes folder of the judge-replay checkout this command runs from
+    (the bundled demo runs, and any run recorded beside them): that folder is the project's own test data
+    (graded by the bake-off, snapshot-tested), so a suggested re-record goes elsewhere."""
+    bundled = Path(__file__).resolve().parents[2] / DEFAULT_CASSETTES
+    return bundled.is_dir() and run.path.resolve().is_relative_to(bundled)
 
 
 def _claims_overrides(paths: tuple[str, ...]) -> tuple[dict[str, list[Claim]], dict[str, str]]:
@@ -135,6 +146,8 @@ def print_report(report: DriftReport) -> None:
     console.print(Text("re-record only the affected claims files, then see which verdicts moved:"))
     for cmd in report.rerecord_commands:
         console.print(Text(printable(f"  {cmd}")), soft_wrap=True)
+    if report.rerecord_note:
+        console.print(Text(printable(f"({report.rerecord_note})")), soft_wrap=True)
     console.print(Text(printable(f"(add --pages-from {shlex.quote(report.against)} to the judge command to judge on "
                                  "exactly the pages compared here; check the new run later the same way: "
                                  "judge-replay drift <new run> --against <later run>)")), soft_wrap=True)
