@@ -592,7 +592,7 @@ class ModelRoute:
         return MAX_CONVERSATIONS if self.batch else concurrency
 
     @contextmanager
-    def running(self, conversations: int, *, api_key: str, base_url: str | None) -> Iterator[None]:
+    def running(self, conversations: int, *, api_key: str | None, base_url: str | None) -> Iterator[None]:
         """The rounds of a batch run over `conversations` conversations (nothing in direct mode)."""
         if self.batch is None:
             yield

@@ -26,7 +26,7 @@ def rewrite_sse_json(body: str, change: Callable[[Any], Any] | None = None) -> s
         payload = line[5:].removesuffix("\r")
         try:
             message = json.loads(payload)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # not JSON, or a number of more than 4300 digits
             continue
         if change is not None:
             message = change(message)
@@ -69,7 +69,7 @@ def _map_json_text(text: str, fix: StringFix, *, compact: bool) -> str | None:
     when it is not JSON."""
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # not JSON, or a number of more than 4300 digits
         return None
     fixed = map_json_strings(data, fix)
     if fixed == data:

@@ -67,7 +67,7 @@ class Interaction:
             return None
         try:
             return json.loads(self.request_body)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # not JSON, or a number of more than 4300 digits
             return None
 
     def to_vcr(self) -> dict[str, Any]:
@@ -201,8 +201,10 @@ def _readable(body: str | None) -> str | None:
     if not body or body[:1] not in "{[":
         return body
     try:
-        return json.dumps(json.loads(body), indent=2, ensure_ascii=False)
-    except (json.JSONDecodeError, RecursionError):
+        readable = json.dumps(json.loads(body), indent=2, ensure_ascii=False)
+        readable.encode("utf-8")  # a lone surrogate escape cannot be written as text: keep the body as sent
+        return readable
+    except (ValueError, RecursionError):  # not JSON, a number too long to read, a lone surrogate
         return body
 
 
@@ -367,9 +369,9 @@ def learn_calls(interactions: list[Interaction]) -> list[LearnCall]:
         params = req.get("params") or {}
         try:
             message = parse_jsonrpc_reply(it.response_body, it.header("content-type"))
-        except (ValueError, RecursionError):
+            text, is_error = tool_result_text(message)
+        except (ValueError, RecursionError):  # a malformed reply: the judge was told it failed
             out.append(LearnCall(params.get("name", ""), params.get("arguments") or {}, "", True))
             continue
-        text, is_error = tool_result_text(message)
         out.append(LearnCall(params.get("name", ""), params.get("arguments") or {}, text, is_error))
     return out

@@ -2,8 +2,14 @@
 
 For one claim, its old page (what the run's judge read) against a later version of it:
 
-- `page-gone`: the later version could not be retrieved, or is absent from where it was looked for.
-- `unchanged`: same content hash (also when neither version exists: nothing to compare).
+- `page-gone`: Learn now answers that the page could not be retrieved, or refuses its URL, or the later
+  pages do not hold it.
+- `unchecked`: the later fetch failed (a Learn error or outage): that says nothing about the page, so
+  the claim could not be checked; fetch again.
+- `no-page`: there is no page to compare, then or now: the verdict cites none, or cites a URL that was no
+  page when the run read it (the server refused it as outside Learn, Learn could not retrieve it, the
+  fetch failed, or the judge never fetched it) and is none later either. Not at risk: no page changed.
+- `unchanged`: same content hash.
 - `value-changed`: the line carrying the claim's value now carries a different one. The anchor lines in
   the old page are the line holding the recorded quote and the line holding most of the claim's value
   tokens; each anchor's counterpart in the new page is the same line if it is still there, else the
@@ -24,7 +30,8 @@ table padding, whitespace), so a line that only gained backticks or lost padding
 are `changed-quote-intact`, with a note saying the change was formatting only.
 
 Several may apply; the first in the order page-gone > value-changed > quote-gone > changed-quote-intact
-> unchanged wins. Claims whose status is neither `unchanged` nor `changed-quote-intact` are at risk.
+> unchanged wins. Claims `page-gone`, `value-changed` or `quote-gone` are at risk; `unchecked` ones are
+not known to be safe (the command says so and exits 1), the others are not at risk.
 """
 
 from __future__ import annotations
@@ -57,7 +64,8 @@ from ._text import (
 )
 
 AT_RISK_STATUSES = frozenset({"page-gone", "value-changed", "quote-gone"})
-STATUS_ORDER = ("page-gone", "value-changed", "quote-gone", "changed-quote-intact", "unchanged")
+STATUS_ORDER = ("page-gone", "value-changed", "quote-gone", "unchecked", "changed-quote-intact", "no-page",
+                "unchanged")
 """Statuses by precedence (and the order reports group them in)."""
 _SIMILAR = 0.6
 """Least difflib ratio for a line to count as the edited form of another."""
@@ -98,18 +106,44 @@ def claim_drift(item: ClaimEvidence, old: PageVersion | None, new: PageVersion |
     old_text = old.text if old and old.sha256 is not None else None
     new_text = new.text if new and new.sha256 is not None else None
     if item.evidence_url is None:
-        return out.model_copy(update={"note": "the verdict cites no page"})
+        return out.model_copy(update={"status": "no-page", "note": "the verdict cites no page"})
     if old_text is None and new_text is None:
-        return out.model_copy(update={"note": "no version of the page was retrievable, then or now"})
+        return out.model_copy(update={"status": "no-page", "note": _no_page_note(old, new)})
     if new_text is None:
+        if new is not None and new.no_page == "failed":
+            return out.model_copy(update={"status": "unchecked", "note": NO_PAGE_NOTES["failed"] + " later: fetch again"})
         anchor = _anchors(item, old_text or "")
         return out.model_copy(update={
             "status": "page-gone", "old": anchor[0].line.strip() if anchor else None,
-            "note": "the later version could not be retrieved" if new else "the later pages do not hold this page",
+            "note": _GONE_NOTES.get(new.no_page if new else None, "the later pages do not hold this page"),
         })
     if old and new and old.sha256 == new.sha256:
         return out
     return out.model_copy(update=_changed(item, old_text or "", new_text))
+
+
+NO_PAGE_NOTES = {
+    "refused": "not a Learn page: the server refused the URL as outside Microsoft Learn",
+    "not-found": "Learn had no page there (it could not be retrieved)",
+    "failed": "the fetch failed (a Learn error or outage, which says nothing about the page)",
+}
+"""What a fetch that got no page means, by `PageVersion.no_page`."""
+_GONE_NOTES: dict[str | None, str] = {
+    "not-found": "the later version could not be retrieved",
+    "refused": "the server now refuses the URL as outside Microsoft Learn",
+}
+
+
+def _no_page_note(old: PageVersion | None, new: PageVersion | None) -> str:
+    """Why a claim has no page to compare, then or now (the run's answer first, then the later one)."""
+    reasons = [v.no_page for v in (old, new) if v is not None and v.no_page]
+    if not reasons:
+        return "the judge never fetched the page it cites: nothing to compare"
+    if "refused" in reasons:
+        return NO_PAGE_NOTES["refused"] + ": it never had a page"
+    if len(set(reasons)) == 1:
+        return NO_PAGE_NOTES[reasons[0]] + (", then and now" if len(reasons) == 2 else "")
+    return f"{NO_PAGE_NOTES[reasons[0]]} then; {NO_PAGE_NOTES[reasons[1]]} now"
 
 
 def _changed(item: ClaimEvidence, old_text: str, new_text: str) -> dict[str, object]:
@@ -402,6 +436,11 @@ def is_at_risk(claim: DriftClaim) -> bool:
     return claim.status in AT_RISK_STATUSES
 
 
+def unchecked(report: DriftReport) -> list[DriftClaim]:
+    """The claims whose later page could not be fetched (not known to be safe)."""
+    return [c for c in report.claims if c.status == "unchecked"]
+
+
 def rerecord_target(run: str, today: str, outside_project: str | None = None) -> tuple[str, str]:
     """(the run folder the suggested re-record writes, one line saying what recording there does).
 
@@ -464,8 +503,10 @@ def _pages(claims: list[DriftClaim]) -> list[DriftPage]:
         if key in out:
             out[key].claims += 1
             continue
-        state: Literal["unchanged", "changed", "gone", "appeared"]
-        if c.old_sha256 == c.new_sha256:
+        state: Literal["unchanged", "changed", "gone", "appeared", "no-page", "unchecked"]
+        if c.status in ("no-page", "unchecked"):
+            state = c.status
+        elif c.old_sha256 == c.new_sha256:
             state = "unchanged"
         elif c.new_sha256 is None:
             state = "gone"

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._errors import InputError
+from ._errors import InputError, ReplayError
 from ._flips import (
     ROLES,
     Conversation,
@@ -138,26 +138,49 @@ def claims_paths(run: Run) -> dict[str, str]:
     return out
 
 
-def discover_runs(run_a: Run, run_b: Run, exclude: Sequence[Run] = ()) -> list[Run]:
+def discover_runs(run_a: Run, run_b: Run, exclude: Sequence[Run] = ()) -> tuple[list[Run], list[str]]:
     """Candidate controlled runs: sibling run folders (same parent as A or B) recorded with A's or B's
-    prompt (same sha256) that share a claims file with them. Whether one really holds a side fixed (its
-    model, page versions claim by claim) is `_flips.controlled_role`'s decision."""
+    prompt (same sha256) that share a claims file with them; and `file: why` for each sibling whose
+    run.json cannot be read. Whether one really holds a side fixed (its model, page versions claim by
+    claim) is `_flips.controlled_role`'s decision."""
     taken = {r.path.resolve() for r in (run_a, run_b, *exclude)}
     shas = {run_a.manifest.prompt_sha256, run_b.manifest.prompt_sha256}
     files = {e.file for e in run_a.manifest.claims} | {e.file for e in run_b.manifest.claims}
     found: list[Run] = []
+    skipped: list[str] = []
     for parent in dict.fromkeys([run_a.path.resolve().parent, run_b.path.resolve().parent]):
         for run in find_runs(parent):
             if run.path.resolve() in taken:
                 continue
+            taken.add(run.path.resolve())
             try:
                 m = run.manifest
                 if m.prompt_sha256 in shas and files & {e.file for e in m.claims}:
                     found.append(Run(display_path(run.path)))
-                    taken.add(run.path.resolve())
-            except InputError:
-                continue  # a broken sibling is not what the user asked about
-    return found
+            except (ReplayError, OSError) as exc:
+                skipped.append(_unreadable(run, exc))
+    return found, skipped
+
+
+def _unreadable(run: Run, exc: Exception) -> str:
+    """`file: the problem` of a sibling run folder that cannot be read."""
+    if isinstance(exc, InputError):
+        return f"{display_path(exc.path)}: {exc.reason}"
+    return f"{display_path(run.path)}: {exc}"
+
+
+SKIPPED_SHOWN = 5
+"""How many unreadable sibling folders the note names with their problem (the rest are counted)."""
+
+
+def skipped_note(skipped: Sequence[str]) -> str | None:
+    """The one line saying which sibling run folders were left out because they cannot be read."""
+    if not skipped:
+        return None
+    shown = "; ".join(skipped[:SKIPPED_SHOWN])
+    more = f"; and {len(skipped) - SKIPPED_SHOWN} more" if len(skipped) > SKIPPED_SHOWN else ""
+    return (f"skipped {len(skipped)} sibling run folder(s) that cannot be read (not used to tell causes apart): "
+            f"{shown}{more}")
 
 
 def _given_role(x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key]) -> dict[str, Any]:
@@ -182,8 +205,13 @@ def explain_flips(
     given = [run_input(run, claims) for run in extra_runs]
     found: list[tuple[int, str, RunInput, dict[str, Any]]] = []
     not_used: list[dict[str, Any]] = []
-    for run in discover_runs(run_a, run_b, extra_runs) if discover else []:
-        x = run_input(run, claims)
+    siblings, skipped = discover_runs(run_a, run_b, extra_runs) if discover else ([], [])
+    for run in siblings:
+        try:
+            x = run_input(run, claims)
+        except (ReplayError, OSError) as exc:  # a broken folder beside the runs is not what was asked about
+            skipped.append(_unreadable(run, exc))
+            continue
         role = controlled_role(x, a, b, keys)
         if role is not None and role["role"] is not None:
             found.append((ROLES.index(role["role"]), x.name, x, role))
@@ -196,4 +224,6 @@ def explain_flips(
     report.controlled_runs += not_used
     parent = confirm_parent if confirm_parent is not None else str(run_b.path.parent)
     report.confirm_commands = confirm_commands(a, b, report, parent)
+    note = skipped_note(skipped)
+    report.notes = [note] if note else []
     return report

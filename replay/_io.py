@@ -100,8 +100,12 @@ def portable_path(path: str | Path) -> str:
 
 
 def dump_json(data: Any) -> str:
-    """Our JSON style for files people read and diff: 2-space indent, UTF-8, trailing newline."""
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    """Our JSON style for files people read and diff, and for every JSON we print: 2-space indent, UTF-8
+    (ordinary non-ASCII text as is), trailing newline, and terminal-safe: the characters `printable`
+    escapes (C0/C1 controls, bidi overrides, lone surrogates) written as `\\uXXXX` escapes. Those can only
+    occur inside JSON strings, where the escape means the same character, so the JSON is unchanged."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 def write_model(path: str | Path, model: BaseModel) -> None:

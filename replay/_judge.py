@@ -75,6 +75,7 @@ def judge_file(
     max_tokens: int = 8192,
     stand_ins: set[str] | None = None,
     cache_lifetime: Callable[[], Lifetime | None] | None = None,
+    shown_model_url: str | None = None,
 ) -> FileResult:
     """Judge one claims batch in one conversation; every claim of the batch gets a result.
 
@@ -82,22 +83,24 @@ def judge_file(
     API error after the SDK's retries, a Learn failure) becomes `FileResult.error` and per-claim errors.
     Services that answered with the stand-in header are added to `stand_ins` (`"model"`, `"learn"`).
     `cache_lifetime` gives each request's prompt-caching lifetime (`_cache_control`; None: no breakpoints).
+    `shown_model_url`: the model endpoint as error texts name it (the form run.json stores, so that a
+    replay reproduces them; default: the client's base URL).
     """
     convo = _Conversation()
     try:
         answer = _converse(batch, prompt, anthropic_client, learn, model, max_turns, max_tokens, convo, stand_ins,
-                           cache_lifetime)
+                           cache_lifetime, shown_model_url)
     except anthropic.APIError as exc:
         _raise_replay_cause(exc)
         return _failed(batch, convo, f"the Anthropic API failed: {_api_error_text(exc, model)}")
-    except LearnError as exc:  # tool-level errors were already handed to the judge
+    except (LearnError, _MalformedReply) as exc:  # tool-level errors were already handed to the judge
         return _failed(batch, convo, redact(str(exc)))
     finally:
         if stand_ins is not None and learn.stand_in:
             stand_ins.add("learn")
     if isinstance(answer, _Failure):
         return _failed(batch, convo, answer.reason)
-    results, warnings = verdicts_from_answer(answer, batch)
+    results, warnings = verdicts_from_answer(redact(answer), batch)  # as the cassette stores the answer
     for result in results:
         result.quote_verified = _quote_verified(result, convo.pages)
     return FileResult(
@@ -126,6 +129,7 @@ def _converse(
     convo: _Conversation,
     stand_ins: set[str] | None,
     cache_lifetime: Callable[[], Lifetime | None] | None = None,
+    shown_model_url: str | None = None,
 ) -> str | _Failure:
     """Run the tool loop; the final answer text, or why there is none.
 
@@ -140,13 +144,12 @@ def _converse(
         raw = client.messages.with_raw_response.create(**(with_breakpoints(params, lifetime) if lifetime else params))
         if stand_ins is not None and raw.headers.get(STAND_IN_HEADER):
             stand_ins.add("model")
-        response = raw.parse()  # raises on a body that is not a message
-        data = raw.http_response.json()
+        data = _message_data(raw.http_response.content, shown_model_url or str(client.base_url))
         convo.turns += 1
         _add_usage(convo.usage, data.get("usage"))
         content: list[dict[str, Any]] = [b for b in data.get("content") or [] if isinstance(b, dict)]
         uses = [b for b in content if b.get("type") == "tool_use"]
-        stop = response.stop_reason
+        stop = data.get("stop_reason")
         if stop == "tool_use" and uses:
             messages.append({"role": "assistant", "content": content})
             messages.append({"role": "user", "content": [_run_tool(b, learn, convo) for b in uses]})
@@ -164,6 +167,30 @@ def _converse(
             return _Failure(f"the answer was cut off at max_tokens ({max_tokens}) before its JSON was complete")
         return text
     return _Failure(f"the judge did not give its answer within {max_turns} model turns")
+
+
+class _MalformedReply(Exception):
+    """A model reply that is not a message we can read: the file fails, saying so."""
+
+
+def _message_data(body: bytes, endpoint: str) -> dict[str, Any]:
+    """The JSON of a Messages API reply, once its shape is checked: the one place a model reply from the
+    network is validated before anything reads it (the SDK's own parse trusts it)."""
+    try:
+        data = json.loads(body)
+        json.dumps(data, ensure_ascii=False).encode("utf-8")  # no lone surrogate escape
+    except UnicodeEncodeError:
+        raise _MalformedReply(f"malformed reply from {endpoint}: a lone surrogate escape (not Unicode text)") from None
+    except (ValueError, RecursionError) as exc:
+        reason = "JSON nested too deeply" if isinstance(exc, RecursionError) else f"not JSON ({exc})"
+        raise _MalformedReply(f"malformed reply from {endpoint}: {reason}") from None
+    content = data.get("content") if isinstance(data, dict) else None
+    if not (isinstance(data, dict) and isinstance(content, list) and all(isinstance(b, dict) for b in content)
+            and isinstance(data.get("stop_reason"), (str, type(None)))
+            and isinstance(data.get("usage"), (dict, type(None)))):
+        raise _MalformedReply(f"malformed reply from {endpoint}: not a message (content must be a list of "
+                              "blocks, usage an object, stop_reason a string)")
+    return data
 
 
 def _add_usage(usage: Usage, reported: Any) -> None:
@@ -196,8 +223,11 @@ def _run_tool(block: dict[str, Any], learn: LearnClient, convo: _Conversation) -
             convo.tool_calls.append(call)
             page = learn.fetch(url)
             if page.text is not None:
-                call.page_sha256 = sha256_text(page.text)
-                convo.pages.setdefault(normalise_learn_url(url), []).append(page.text)
+                # hashed and searched as the cassette stores it (our secrets removed), so that live,
+                # record and replay agree when a server echoes one of them into a page
+                stored = redact(page.text)
+                call.page_sha256 = sha256_text(stored)
+                convo.pages.setdefault(normalise_learn_url(url), []).append(stored)
             reply["content"] = page.raw
         elif name == SEARCH_TOOL:
             query = arguments.get("query")
@@ -229,8 +259,8 @@ def extract_json_object(text: str) -> dict[str, Any] | list[Any] | None:
     candidates += [m.group(1) for m in re.finditer(r"```(?:json)?\s*\n?(.*?)```", text, re.S)]
     for candidate in candidates:
         try:
-            value = json.loads(candidate)
-        except json.JSONDecodeError:
+            value = _json_text(json.loads(candidate))
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, (dict, list)):
             return value
@@ -239,13 +269,23 @@ def extract_json_object(text: str) -> dict[str, Any] | list[Any] | None:
     for match in re.finditer(r"[{\[]", text):
         try:
             value, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
+            value = _json_text(value)
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, dict) and ("results" in value or "id" in value):
             return value
         if isinstance(value, list) and first_list is None:
             first_list = value
     return first_list
+
+
+def _json_text(value: Any) -> Any:
+    """`value` when it can be kept as text (ValueError for a lone surrogate escape in a string)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("a lone surrogate escape") from None
+    return value
 
 
 def verdicts_from_answer(text: str, batch: ClaimsBatch) -> tuple[list[ClaimResult], list[str]]:

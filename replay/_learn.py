@@ -4,6 +4,7 @@ re-initialisation on session loss, the session ended on close."""
 from __future__ import annotations
 
 import json
+import math
 import ssl
 import time
 from collections.abc import Callable
@@ -170,7 +171,7 @@ class LearnClient:
     def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
         """The text of a `tools/call` result; a tool-level error raises LearnToolError."""
         result = self._request("tools/call", {"name": name, "arguments": arguments})
-        text, is_error = tool_result_text({"result": result})
+        text, is_error = self._tool_result(name, result)
         if is_error:
             raise LearnToolError(f"the Learn tool {name} failed: {text or '(no message)'}")
         return text
@@ -243,6 +244,13 @@ class LearnClient:
             self.session_id = session  # None: a stateless server, which is fine
         return result
 
+    def _tool_result(self, name: str, result: dict[str, Any]) -> tuple[str, bool]:
+        """(text, isError) of a `tools/call` result, its shape checked (`_mcp.tool_result_text`)."""
+        try:
+            return tool_result_text({"result": result})
+        except ValueError as exc:
+            raise LearnError(f"malformed reply from {self.shown_url} to tools/call {name}: {exc}") from None
+
     def _notify(self, method: str) -> None:
         response = self._post({"jsonrpc": "2.0", "method": method})
         if response.status_code not in (200, 202, 204):
@@ -295,10 +303,9 @@ class LearnClient:
         for chunk in chunks:
             try:
                 message = parse_jsonrpc_reply(chunk, content_type)
-            except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            except ValueError as exc:  # also a JSON error, an oversized number, a lone surrogate, deep nesting
                 raise LearnError(
-                    f"the Learn MCP endpoint at {self.shown_url} sent a malformed {method} reply ({exc}): {_snippet(body)}"
-                ) from None
+                    f"malformed reply from {self.shown_url} to {method}: {exc}: {_snippet(body)}") from None
             if message.get("id") == rpc_id or ("id" not in message and "error" in message):
                 return message
             if "method" not in message and ("result" in message or "error" in message):
@@ -315,7 +322,9 @@ def _retry_delay(attempt: int, retry_after: str | None) -> float:
     date), else 0.5 s doubling; never more than 30 s."""
     if retry_after:
         try:
-            return min(max(float(retry_after), 0.0), _MAX_BACKOFF)
+            seconds = float(retry_after)
+            if not math.isnan(seconds):  # "nan" parses as a float: ignored, like any other nonsense
+                return min(max(seconds, 0.0), _MAX_BACKOFF)
         except ValueError:
             try:
                 return min(max(parsedate_to_datetime(retry_after).timestamp() - time.time(), 0.0), _MAX_BACKOFF)
@@ -325,5 +334,14 @@ def _retry_delay(attempt: int, retry_after: str | None) -> float:
 
 
 def _snippet(text: str, limit: int = 200) -> str:
+    """The start of a reply body for an error text, the same live and in replay: a JSON body in one
+    normal form (a cassette stores it re-indented), whitespace folded."""
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            normal = json.dumps(json.loads(text), ensure_ascii=False)
+            normal.encode("utf-8")  # a lone surrogate escape stays as sent
+            text = normal
+        except (ValueError, RecursionError):
+            pass
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[:limit] + "..."

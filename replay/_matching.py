@@ -110,7 +110,7 @@ def _parse_json(text: str) -> Any:
         return None
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # not JSON, or a number of more than 4300 digits
         return None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 FETCH_TOOL = "microsoft_docs_fetch"
@@ -43,6 +43,22 @@ def is_missing_page(text: str, is_error: bool = False) -> bool:
     return NOT_LEARN_REFUSAL.lower() in head or MISSING_PAGE_MARKER in head
 
 
+NoPage = Literal["refused", "not-found", "failed"]
+"""Why a fetch reply is no page: `refused` (the server's answer to a URL outside Learn: there never was a
+Learn page), `not-found` (Learn's "could not be retrieved": it has no page there now), `failed` (a tool
+error or an empty reply: a failure, which says nothing about the page)."""
+
+
+def no_page_reason(text: str, is_error: bool = False) -> NoPage | None:
+    """Why a `microsoft_docs_fetch` reply is no page (`is_missing_page`), or None when it is a page."""
+    if not is_missing_page(text, is_error):
+        return None
+    head = text.strip()[:400].lower()
+    if NOT_LEARN_REFUSAL.lower() in head:
+        return "refused"
+    return "not-found" if MISSING_PAGE_MARKER in head and not is_error else "failed"
+
+
 def missing_page_text(url: str) -> str:
     return f"The page at {url} could not be retrieved. It may not exist, or a network error occurred."
 
@@ -55,7 +71,8 @@ def sse_message(payload: dict[str, Any]) -> str:
 def parse_jsonrpc_reply(body: str, content_type: str | None) -> dict[str, Any]:
     """The JSON-RPC message of a reply, whether sent as `application/json` or as one SSE event.
 
-    Raises ValueError when the body holds no JSON-RPC message.
+    Raises ValueError when the body holds no JSON-RPC message, or JSON that is not text we can keep
+    (nested too deeply, a number too long, a lone surrogate).
     """
     ctype = (content_type or "").lower()
     text = body.strip()
@@ -69,16 +86,31 @@ def parse_jsonrpc_reply(body: str, content_type: str | None) -> dict[str, Any]:
         if not data_lines:
             raise ValueError("the event stream holds no data line")
         text = "\n".join(data_lines)
-    message = json.loads(text)
+    try:
+        message = json.loads(text)
+    except RecursionError:
+        raise ValueError("the JSON is nested too deeply") from None
     if not isinstance(message, dict):
         raise ValueError("the reply is not a JSON-RPC object")
+    try:
+        json.dumps(message, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("the JSON holds a lone surrogate escape (not Unicode text)") from None
     return message
 
 
 def tool_result_text(message: dict[str, Any]) -> tuple[str, bool]:
-    """(text of the tool result's content items joined, isError) of a `tools/call` reply."""
+    """(text of the tool result's content items joined, isError) of a `tools/call` reply.
+
+    Raises ValueError when the result is not the shape MCP defines (an object whose `content` is a list
+    of content items, a text item's `text` a string): the one check of a tool reply's shape."""
     result = message.get("result") or {}
-    parts = [c.get("text", "") for c in result.get("content", []) if c.get("type") == "text"]
+    content = result.get("content", []) if isinstance(result, dict) else None
+    if not isinstance(content, list) or not all(isinstance(c, dict) for c in content):
+        raise ValueError("the tool result's content is not a list of content items")
+    parts = [c.get("text", "") for c in content if c.get("type") == "text"]
+    if not all(isinstance(p, str) for p in parts):
+        raise ValueError("a text content item's text is not a string")
     return "\n".join(parts), bool(result.get("isError"))
 
 

@@ -3,15 +3,23 @@
 Keys in the cache:
 
     text:<sha256>           the page text (one copy per distinct content)
-    url:<normalised>        {"url": the URL as first read, "seen": {sha256 or "-": {recording: recorded_at}}}
+    url:<normalised>        {"url": the URL as first read, "seen": {sha256: {recording: recorded_at}},
+                             "no_page": {reason: {recording: recorded_at}}}
     recording:<recording>   {"stand_ins": [...]}: which services of that recording were the local stand-ins
-    run:<run folder>        {"manifest_sha256": ...}: the run.json last indexed for that folder
+    run:<run folder>        {"manifest_sha256": ..., "layout": 2}: the run.json last indexed for that folder
 
 A recording is `<resolved run folder>#<recorded_at>`: one recording of one run folder. Runs are keyed by
 where they are, not by their folder name, so two `v3` folders in different places are two runs; and a
 version once recorded is never dropped: a re-record in place adds a recording beside the earlier one,
-and a deleted run folder keeps its versions. "-" stands for a fetch that could not retrieve the page.
-`index_runs` fills the store from the run folders' cassettes, so a fresh clone fills it on first use.
+and a deleted run folder keeps its versions. `index_runs` fills the store from the run folders'
+cassettes, so a fresh clone fills it on first use.
+
+Only a page is a version: text the server returned as a page. A reply that is no page
+(`_mcp.no_page_reason`) is kept apart, under `no_page`, by why: `refused` (a URL outside Learn: there
+never was a page), `not-found` (Learn's "could not be retrieved": no page there when that run read it)
+and `failed` (an error or outage: it says nothing about the page). `pages history` lists them under the
+versions, never as one; drift reads them from the runs' cassettes (`PageVersion.no_page`). A "-" key
+under `seen`, written before this, was such a reply with no reason kept: it is ignored.
 """
 
 from __future__ import annotations
@@ -28,14 +36,17 @@ import diskcache  # type: ignore[import-untyped]
 from ._config import project_root, setting_path
 from ._errors import InputError, UsageError
 from ._io import display_path
-from ._mcp import FETCH_TOOL, normalise_learn_url
+from ._mcp import FETCH_TOOL, NoPage, no_page_reason, normalise_learn_url
 from ._runs import MANIFEST, Run, find_runs
 from ._text import sha256_text
 
 DEFAULT_FOLDER = Path(".judge-replay") / "pages"
 """Where the store lives, under the project root, unless `[tool.judge-replay] page-store` or `--store`."""
 DEFAULT_CASSETTES = "cassettes"
-MISSING = "-"
+INDEX_LAYOUT = 2
+"""How `index_run` reads a run; a run indexed with an older layout (no `no_page` answers) is read again."""
+LEGACY_NO_PAGE = "-"
+"""The `seen` key older stores used for a reply that was no page (not a version: ignored on reading)."""
 
 
 @dataclass(frozen=True)
@@ -44,22 +55,46 @@ class PageRecord:
 
     url: str
     """The URL as first read."""
-    sha256: str | None
-    """None for "could not be retrieved"."""
+    sha256: str
     first_seen: str
     """Earliest recorded_at of the runs that read this version."""
     last_seen: str
     runs: tuple[str, ...]
     """The runs that read this version, in the order they saw it: folder names (paths where two runs in
     different places share a name)."""
-    size: int | None
-    """UTF-8 bytes of the text; None when the page could not be retrieved."""
+    size: int
+    """UTF-8 bytes of the text."""
     stand_in_runs: tuple[str, ...] = ()
     """Those of `runs` whose pages came from the local Learn stand-in (test equipment), not Learn."""
 
     @property
     def short(self) -> str:
-        return self.sha256[:12] if self.sha256 else "(missing)"
+        return self.sha256[:12]
+
+
+@dataclass(frozen=True)
+class NoPageAnswer:
+    """Runs whose fetch of a URL got no page, for one reason (see the module docstring)."""
+
+    url: str
+    reason: NoPage
+    first_seen: str
+    last_seen: str
+    runs: tuple[str, ...]
+    stand_in_runs: tuple[str, ...] = ()
+    """Those of `runs` whose answer came from the local Learn stand-in (test equipment), not Learn."""
+
+    @property
+    def meaning(self) -> str:
+        """What the answer says, for people."""
+        return NO_PAGE_MEANING[self.reason]
+
+
+NO_PAGE_MEANING: dict[NoPage, str] = {
+    "refused": "not a Learn page: the server refused this URL as outside Microsoft Learn (no version to keep)",
+    "not-found": "no page: Learn answered that the page could not be retrieved",
+    "failed": "the fetch failed (a Learn error or outage, which says nothing about the page)",
+}
 
 
 def store_folder(flag: str | Path | None = None) -> Path:
@@ -98,20 +133,30 @@ class PageStore:
 
     # ------------------------------------------------------------------ filling
 
-    def add(self, url: str, text: str | None, seen_at: str, recording: str) -> str | None:
-        """Record that `recording` read `text` at `url` at `seen_at` (None: not retrievable); its sha256."""
-        sha = sha256_text(text) if text is not None else None
+    def add(self, url: str, text: str, seen_at: str, recording: str) -> str:
+        """Record that `recording` read the page `text` at `url` at `seen_at`; its sha256."""
         with self._cache.transact():
-            self._add(url, text, sha, seen_at, recording)
-        return sha
+            self._add(url, text, seen_at, recording)
+        return sha256_text(text)
 
-    def _add(self, url: str, text: str | None, sha: str | None, seen_at: str, recording: str) -> None:
-        key = normalise_learn_url(url)
-        if sha is not None and f"text:{sha}" not in self._cache:
+    def _add(self, url: str, text: str, seen_at: str, recording: str) -> None:
+        """A page version: `recording` read `text` at `url`."""
+        sha = sha256_text(text)
+        if f"text:{sha}" not in self._cache:
             self._cache.set(f"text:{sha}", text)
-        entry: dict[str, Any] = self._cache.get(f"url:{key}") or {"url": url, "seen": {}}
-        entry["seen"].setdefault(sha or MISSING, {})[recording] = seen_at
-        self._cache.set(f"url:{key}", entry)
+        entry = self._entry(url)
+        entry["seen"].setdefault(sha, {})[recording] = seen_at
+        self._cache.set(f"url:{normalise_learn_url(url)}", entry)
+
+    def _add_no_page(self, url: str, reason: NoPage, seen_at: str, recording: str) -> None:
+        """A fetch of `url` by `recording` that got no page, for `reason` (never a version)."""
+        entry = self._entry(url)
+        entry.setdefault("no_page", {}).setdefault(reason, {})[recording] = seen_at
+        self._cache.set(f"url:{normalise_learn_url(url)}", entry)
+
+    def _entry(self, url: str) -> dict[str, Any]:
+        found = self._cache.get(f"url:{normalise_learn_url(url)}")
+        return found if isinstance(found, dict) else {"url": url, "seen": {}}
 
     def index_run(self, run: Run) -> bool:
         """Add the pages one run read, as one recording of its folder; False when that folder is already
@@ -119,20 +164,23 @@ class PageStore:
         manifest_sha = hashlib.sha256((run.path / MANIFEST).read_bytes()).hexdigest()
         folder = str(run.path.resolve())
         known = self._cache.get(f"run:{folder}")
-        if known and known.get("manifest_sha256") == manifest_sha:
+        if known and known.get("manifest_sha256") == manifest_sha and known.get("layout") == INDEX_LAYOUT:
             return False
         seen_at = run.manifest.recorded_at
         recording = f"{folder}#{seen_at}"
-        pages: list[tuple[str, str | None]] = []
+        fetched: list[tuple[str, str, NoPage | None]] = []  # (url, reply text, why it is no page)
         for entry in run.manifest.claims:
             for call in run.learn_calls(entry.file):
                 if call.tool == FETCH_TOOL and "url" in call.arguments:
-                    pages.append((str(call.arguments["url"]), None if call.page_missing else call.text))
+                    fetched.append((str(call.arguments["url"]), call.text, no_page_reason(call.text, call.is_error)))
         with self._cache.transact():
-            for url, text in pages:
-                self._add(url, text, sha256_text(text) if text is not None else None, seen_at, recording)
+            for url, text, no_page in fetched:
+                if no_page is None:
+                    self._add(url, text, seen_at, recording)
+                else:
+                    self._add_no_page(url, no_page, seen_at, recording)
             self._cache.set(f"recording:{recording}", {"stand_ins": list(run.manifest.stand_ins)})
-            self._cache.set(f"run:{folder}", {"manifest_sha256": manifest_sha})
+            self._cache.set(f"run:{folder}", {"manifest_sha256": manifest_sha, "layout": INDEX_LAYOUT})
         return True
 
     def index_runs(self, runs: Iterable[Run]) -> int:
@@ -142,11 +190,13 @@ class PageStore:
     # ------------------------------------------------------------------ reading
 
     def urls(self) -> list[str]:
-        """Every page URL the store knows, as first read, sorted."""
+        """Every URL the store holds a page version of, as first read, sorted."""
         out = []
         for key in self._cache.iterkeys():
             if isinstance(key, str) and key.startswith("url:"):
-                out.append(self._cache.get(key)["url"])
+                entry = self._cache.get(key)
+                if any(sha != LEGACY_NO_PAGE for sha in entry["seen"]):
+                    out.append(entry["url"])
         return sorted(out)
 
     def versions(self, url: str) -> list[PageRecord]:
@@ -154,19 +204,35 @@ class PageStore:
         entry = self._cache.get(f"url:{normalise_learn_url(url)}")
         if not entry:
             return []
-        labels = _labels({rec for runs in entry["seen"].values() for rec in runs})
+        seen = {sha: runs for sha, runs in entry["seen"].items() if sha != LEGACY_NO_PAGE}
+        labels = _labels({rec for runs in seen.values() for rec in runs})
         out = []
-        for sha_key, runs in entry["seen"].items():
+        for sha, runs in seen.items():
             ordered = sorted(runs.items(), key=lambda kv: (kv[1], labels[kv[0]]))
-            sha = None if sha_key == MISSING else sha_key
-            text = self.text(sha) if sha else None
+            text = self.text(sha) or ""
             names = tuple(dict.fromkeys(labels[r] for r, _ in ordered))
             stand_in = tuple(dict.fromkeys(labels[r] for r, _ in ordered if "learn" in self._stand_ins(r)))
             out.append(PageRecord(
                 url=entry["url"], sha256=sha, first_seen=ordered[0][1], last_seen=ordered[-1][1], runs=names,
-                size=len(text.encode("utf-8")) if text is not None else None, stand_in_runs=stand_in,
+                size=len(text.encode("utf-8")), stand_in_runs=stand_in,
             ))
-        return sorted(out, key=lambda v: (v.first_seen, v.last_seen, v.sha256 or ""))
+        return sorted(out, key=lambda v: (v.first_seen, v.last_seen, v.sha256))
+
+    def no_page_answers(self, url: str) -> list[NoPageAnswer]:
+        """The runs whose fetch of a URL got no page, one entry per reason, oldest first."""
+        entry = self._cache.get(f"url:{normalise_learn_url(url)}")
+        answers: dict[str, dict[str, str]] = (entry or {}).get("no_page", {})
+        labels = _labels({rec for runs in answers.values() for rec in runs})
+        out = []
+        for reason, runs in answers.items():
+            if reason not in NO_PAGE_MEANING or not runs:
+                continue
+            ordered = sorted(runs.items(), key=lambda kv: (kv[1], labels[kv[0]]))
+            stand_in = tuple(dict.fromkeys(labels[r] for r, _ in ordered if "learn" in self._stand_ins(r)))
+            out.append(NoPageAnswer(url=entry["url"], reason=reason, first_seen=ordered[0][1],
+                                    last_seen=ordered[-1][1], runs=tuple(dict.fromkeys(labels[r] for r, _ in ordered)),
+                                    stand_in_runs=stand_in))
+        return sorted(out, key=lambda a: (a.first_seen, a.last_seen, a.reason))
 
     def _stand_ins(self, recording: str) -> list[str]:
         found = self._cache.get(f"recording:{recording}")
@@ -179,8 +245,8 @@ class PageStore:
     def version(self, url: str, prefix: str) -> PageRecord:
         """The version of a page whose hash starts with `prefix`; UsageError (listing the known ones)
         when none or several do."""
-        versions = [v for v in self.versions(url) if v.sha256]
-        hits = [v for v in versions if v.sha256 and v.sha256.startswith(prefix.lower())]
+        versions = self.versions(url)
+        hits = [v for v in versions if v.sha256.startswith(prefix.lower())]
         if len(hits) == 1:
             return hits[0]
         known = ", ".join(v.short for v in versions) or "none"

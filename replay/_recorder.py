@@ -491,7 +491,7 @@ def _with_rpc_id(body: str, rpc_id: Any) -> str:
     if body.lstrip().startswith("{"):
         try:
             message = json.loads(body)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # not JSON, or a number of more than 4300 digits
             return body
         if _is_response(message) and message["id"] != rpc_id:
             return json.dumps(follow(message), ensure_ascii=False)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
+from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ClaimType = Literal["version", "tpm", "sku", "region", "status", "taxonomy"]
 Verdict = Literal["grounded", "not_grounded", "source_silent"]
 GoldLabel = Literal["correct", "outdated", "wrong", "unsourced"]
 FlipCause = Literal["prompt", "page", "prompt+page", "evidence_path", "model", "unknown"]
-DriftStatus = Literal["unchanged", "changed-quote-intact", "quote-gone", "value-changed", "page-gone"]
+DriftStatus = Literal["unchanged", "changed-quote-intact", "quote-gone", "value-changed", "page-gone", "no-page",
+                      "unchecked"]
 RunMode = Literal["live", "record", "replay"]
 
 GOLD_TO_VERDICT: dict[str, Verdict] = {
@@ -204,6 +207,11 @@ class RunStats(BaseModel):
     """Learn requests our client retried after a transient failure (408, 429, 5xx, a reset, a timeout)."""
 
 
+MANIFEST_VERSIONS = (1,)
+"""The `run.json` versions this judge-replay reads."""
+_ISO_UTC = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|\+00:00)")
+
+
 class RunManifest(BaseModel):
     """`run.json`: everything needed to say what a run was."""
 
@@ -232,6 +240,26 @@ class RunManifest(BaseModel):
     cost_usd: float | None = None
     """USD the run was billed: the price table (`replay._cost`, `[tool.judge-replay.prices]`) applied to the
     recorded usage, with the batch discount when `batch_ids` is set; None when the model has no price."""
+
+    @field_validator("version")
+    @classmethod
+    def _a_version_we_read(cls, version: int) -> int:
+        if version not in MANIFEST_VERSIONS:
+            known = ", ".join(str(v) for v in MANIFEST_VERSIONS)
+            raise ValueError(f"version {version} is not one this judge-replay reads (it reads version {known})")
+        return version
+
+    @field_validator("recorded_at")
+    @classmethod
+    def _iso_8601_utc(cls, recorded_at: str) -> str:
+        problem = ValueError(f"{recorded_at[:40]!r} is not an ISO 8601 UTC time like 2026-06-15T09:00:00Z")
+        if not _ISO_UTC.fullmatch(recorded_at):
+            raise problem
+        try:
+            datetime.fromisoformat(recorded_at.replace("Z", "+00:00"))  # a real date: no month 13
+        except ValueError:
+            raise problem from None
+        return recorded_at
 
 
 # --------------------------------------------------------------------------- grading
@@ -394,7 +422,7 @@ class DriftPage(BaseModel):
     """None when the run could not retrieve the page."""
     new_sha256: str | None
     """None when the later version could not be retrieved."""
-    state: Literal["unchanged", "changed", "gone", "appeared"]
+    state: Literal["unchanged", "changed", "gone", "appeared", "no-page", "unchecked"]
     claims: int = 0
     """How many claims rest on this page."""
 

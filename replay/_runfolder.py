@@ -47,6 +47,9 @@ class RunFolderWriter:
         self.run = Path(os.path.realpath(run))  # a symlinked run folder: its target is replaced
         if self.run.parent == self.run:
             raise UsageError(f"--run {run}: a run folder cannot be the file system root")
+        if STAGING_FOLDER in self.run.parts:
+            raise UsageError(f"--run {run}: a run folder cannot be inside a {STAGING_FOLDER} folder (where "
+                             "recordings are staged); choose another --run folder")
         self.area = self.run.parent / STAGING_FOLDER
         self.staging = self.area / self.run.name
         self._lock_path = self.area / f"{self.run.name}.lock"

@@ -26,7 +26,7 @@ from ._cost import with_costs
 from ._errors import InputError, RecordingFailed, ReplayError, UsageError
 from ._io import atomic_write_text, display_path, load_claims, load_claims_batch, portable_path, read_json, write_model
 from ._batch_runner import ModelRoute
-from ._judge import TOOLS, judge_file, model_unavailable
+from ._judge import NO_VERDICT, TOOLS, judge_file, model_unavailable
 from ._learn import MAX_RETRIES, LearnClient, shared_ssl_context
 from ._mcp import STAND_IN_HEADER
 from ._progress import RunProgress
@@ -46,7 +46,7 @@ from ._runs import MANIFEST, PROMPT, RESULTS, Run, cassette_name
 from ._scrub import scrub_text
 
 NO_KEY = (
-    "ANTHROPIC_API_KEY is not set: live and record modes call the Anthropic API "
+    "ANTHROPIC_API_KEY is not set (nor ANTHROPIC_AUTH_TOKEN): live and record modes call the Anthropic API "
     "(use --mode replay to run from cassettes)"
 )
 REPLAY_API_KEY = "replay-needs-no-key"
@@ -143,14 +143,16 @@ def run_judge(
     pages_run = Run(pages_from) if pages_from is not None else None
     key = _api_key(api_key, anthropic_base_url)
 
+    writer = RunFolderWriter(Path(run_dir)) if run_dir is not None else None  # refuses a bad --run now
+
     stand_ins: set[str] = set()
     if pages_run is None:
         _preflight_learn(learn_url, stand_ins)
     _preflight_model(model, anthropic_base_url, key, stand_ins)
-    writer = RunFolderWriter(Path(run_dir)) if run_dir is not None else None
     with writer or nullcontext():  # the run folder is locked, and a staging folder made (so: writable)
         frozen = run_dir is not None and _refuse_frozen(Path(run_dir), force)
-        kept = _kept_from(Run(run_dir), prompt, model, batches) if retry_failed and run_dir is not None else {}
+        kept = (_kept_from(Run(run_dir), prompt, model, batches, learn_url, anthropic_base_url)
+                if retry_failed and run_dir is not None else {})
         to_judge = [(p, b) for p, b in batches if b.file not in kept]
         rerecord = judge_command(prompt=prompt.name, claims=[portable_path(p) for p, _ in batches],
                                  run=str(run_dir) if run_dir is not None else None, model=model, learn_url=learn_url,
@@ -247,8 +249,10 @@ def _remember_secrets(api_key: str | None, *urls: str | None) -> None:
 
 
 def _refuse_all_failed(judged: list[FileResult], rerecord: str) -> None:
-    if judged and all(f.error for f in judged):
-        reasons = sorted({f.error or "" for f in judged})
+    """A recording where no claim got a verdict (every file failed, as a whole or claim by claim) is not
+    a run: RecordingFailed, nothing written."""
+    if judged and not any(r.judge_verdict is not None for f in judged for r in f.results):
+        reasons = sorted({f.error or next((r.error for r in f.results if r.error), "") or NO_VERDICT for f in judged})
         raise RecordingFailed(
             f"every conversation failed ({len(judged)} of {len(judged)} claims files), so no run was written: "
             + "; ".join(_secrets.redact(r) for r in reasons[:3])
@@ -257,13 +261,25 @@ def _refuse_all_failed(judged: list[FileResult], rerecord: str) -> None:
         )
 
 
-def _kept_from(run: Run, prompt: Prompt, model: str, batches: list[tuple[Path, ClaimsBatch]]) -> dict[str, tuple[FileResult, RunStats]]:
+def _kept_from(run: Run, prompt: Prompt, model: str, batches: list[tuple[Path, ClaimsBatch]], learn_url: str,
+               base_url: str | None) -> dict[str, tuple[FileResult, RunStats]]:
     """For --retry-failed: the files of `run` that succeeded and are kept as recorded (their results and
-    counters), when the prompt, the model and the claims file are the ones they were recorded with."""
+    counters), when the prompt, the model, the endpoints and the claims file are the ones they were
+    recorded with. A changed endpoint is refused: the kept cassettes answer only for the endpoints in
+    run.json, so the run would no longer replay (compared in the stored, canonical form)."""
     m = run.manifest
     if m.prompt_sha256 != prompt.sha256 or m.model != model:
         raise UsageError(f"--retry-failed keeps the verdicts already in {display_path(run.path)}, recorded with "
                          f"prompt {m.prompt} and model {m.model}: use the same prompt and model")
+    endpoints = {"--learn-url": (stored_endpoint(learn_url, LEARN_STAND_IN_PORT), m.learn_url),
+                 "--anthropic-base-url": (stored_endpoint(base_url, MODEL_STAND_IN_PORT) if base_url else None,
+                                          m.anthropic_base_url)}
+    for option, (given, recorded_with) in endpoints.items():
+        if given != recorded_with:
+            raise UsageError(f"--retry-failed keeps the cassettes already in {display_path(run.path)}, recorded "
+                             f"with {option} {recorded_with or '(the default)'}; they would not replay beside files "
+                             f"recorded with {given or '(the default)'}: use the same endpoint, or record the "
+                             "whole run again without --retry-failed")
     recorded = {f.file: f for f in run.results.files}
     entries = {e.file: e for e in m.claims}
     kept: dict[str, tuple[FileResult, RunStats]] = {}
@@ -356,7 +372,7 @@ def _judge_all(
     model: str,
     learn_url: str,
     base_url: str | None,
-    api_key: str,
+    api_key: str | None,
     max_retries: int,
     concurrency: int,
     progress: bool,
@@ -392,7 +408,8 @@ def _judge_all(
             try:
                 return judge_file(batch, prompt, anthropic_client=client, learn=learn, model=model,
                                   max_turns=max_turns, stand_ins=stand_ins,
-                                  cache_lifetime=route.lifetime if route else None)
+                                  cache_lifetime=route.lifetime if route else None,
+                                  shown_model_url=stored_endpoint(base_url, MODEL_STAND_IN_PORT) if base_url else None)
             finally:
                 client.close()
 
@@ -431,10 +448,14 @@ def _close(sessions: list[LearnClient]) -> None:
 # --------------------------------------------------------------------------- checks before any network call
 
 
-def _api_key(api_key: str | None, base_url: str | None) -> str:
+def _api_key(api_key: str | None, base_url: str | None) -> str | None:
+    """The API key to give the SDK; None when only `ANTHROPIC_AUTH_TOKEN` is set, which the SDK then
+    reads itself and sends as `Authorization: Bearer`."""
     key = api_key or os.environ.get("ANTHROPIC_API_KEY")
     if key:
         return key
+    if os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+        return None
     if base_url and is_loopback(base_url):
         return STAND_IN_API_KEY
     raise UsageError(NO_KEY)
@@ -448,7 +469,7 @@ def _preflight_learn(learn_url: str, stand_ins: set[str]) -> None:
             stand_ins.add("learn")
 
 
-def _preflight_model(model: str, base_url: str | None, key: str, stand_ins: set[str]) -> None:
+def _preflight_model(model: str, base_url: str | None, key: str | None, stand_ins: set[str]) -> None:
     """The model endpoint reachable, the key accepted and the model known, before the first paid call:
     one token count (free of charge) of a tiny request with the judge's tools. An endpoint that does not
     count tokens (404 naming no model) has still answered, and only counts as reachable."""
@@ -463,7 +484,7 @@ def _preflight_model(model: str, base_url: str | None, key: str, stand_ins: set[
             stand_ins.add("model")
     except anthropic.AuthenticationError as exc:
         raise UsageError(f"the Anthropic API at {where} refused the key (HTTP {exc.status_code}): check "
-                         "ANTHROPIC_API_KEY") from None
+                         f"{'ANTHROPIC_API_KEY' if key else 'ANTHROPIC_AUTH_TOKEN'}") from None
     except anthropic.PermissionDeniedError as exc:
         raise UsageError(f"the Anthropic API at {where} does not let this key use {model!r} (HTTP "
                          f"{exc.status_code}): {_secrets.redact(exc.api_message or '')}") from None
@@ -511,8 +532,9 @@ def _recorded_at() -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     try:
         when = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch else datetime.now(timezone.utc)
-    except ValueError as exc:
-        raise UsageError(f"SOURCE_DATE_EPOCH must be whole seconds since 1970, not {epoch!r}") from exc
+    except (ValueError, OverflowError, OSError):  # not a number; a year the calendar cannot hold
+        raise UsageError(f"SOURCE_DATE_EPOCH must be whole seconds since 1970 (up to year 9999), not {epoch!r}"
+                         ) from None
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from ._cassette import CASSETTE_SUFFIX, Interaction, LearnCall, learn_calls, load_cassette
 from ._errors import InputError
 from ._io import load_claims_batch, load_results, read_json, validate
-from ._mcp import FETCH_TOOL, normalise_learn_url
+from ._mcp import FETCH_TOOL, NoPage, no_page_reason, normalise_learn_url
 from ._prompts import parse_rendered_batch
 from ._records import Claim, ResultsFile, RunManifest
 from ._text import sha256_text
@@ -31,6 +31,8 @@ filesystem)."""
 _WINDOWS_RESERVED = re.compile(r"(?i)^(?:con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(?:\.|$)")
 MAX_NAME_BYTES = 120
 """Longest cassette name before `.yaml` (UTF-8 bytes; filesystems allow 255)."""
+MAX_FILE_NAME_BYTES = 255
+"""Longest file name filesystems allow (UTF-8 bytes)."""
 
 
 def cassette_name(claims_file: str) -> str:
@@ -61,6 +63,9 @@ def _check_cassette_names(manifest: RunManifest, path: Path) -> None:
         if (not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name
                 or Path(name).is_absolute() or ":" in name):
             raise InputError(path, f"claims entry {entry.file!r}: cassette {name!r} is not a file name inside the run folder")
+        if len(name.encode("utf-8", "surrogatepass")) > MAX_FILE_NAME_BYTES:
+            raise InputError(path, f"claims entry {entry.file[:60]!r}: cassette name {name[:40]!r}… is longer than a "
+                                   f"file name may be ({MAX_FILE_NAME_BYTES} bytes)")
 
 
 @dataclass(frozen=True)
@@ -70,8 +75,10 @@ class PageVersion:
     url: str
     """The URL as the judge asked for it."""
     sha256: str | None
-    """sha256 of the page text; None when the page could not be retrieved."""
+    """sha256 of the page text; None when the reply was no page (`no_page` says why)."""
     text: str | None
+    no_page: NoPage | None = None
+    """Why the reply was no page (`_mcp.no_page_reason`): refused, not-found or failed; None for a page."""
 
 
 class Run:
@@ -145,7 +152,7 @@ class Run:
                     continue
                 url = str(call.arguments["url"])
                 if call.page_missing:
-                    out[normalise_learn_url(url)] = PageVersion(url, None, None)
+                    out[normalise_learn_url(url)] = PageVersion(url, None, None, no_page_reason(call.text, call.is_error))
                 else:
                     out[normalise_learn_url(url)] = PageVersion(url, sha256_text(call.text), call.text)
         return out

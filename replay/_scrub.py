@@ -40,6 +40,7 @@ from urllib.parse import unquote
 
 from ._bodies import StringFix, map_strings
 from ._errors import InputError
+from ._io import parse_json, read_text
 from ._mcp import FETCH_TOOL, SEARCH_TOOL, parse_jsonrpc_reply, tool_result_text
 from ._secrets import CREDENTIAL_QUERY_NAMES, PLACEHOLDER, Redactor, redact, registry, url_credentials
 from ._yaml import load_yaml
@@ -160,8 +161,10 @@ def _basic_parts(encoded: str) -> list[str]:
     return [decoded, user, password]
 
 
+MAX_SCHEME = 32
+"""Longest URL scheme we recognise in free text (real ones are under 20 characters)."""
 _USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*://)([^/?#@]*)@")
-_QUERY_PAIR = re.compile(r"([?&;])([^=&#;]+)=([^&#;]*)")
+_QUERY_PAIR = re.compile(r"([?&;])([^=&#;?]+)=([^&#;]*)")
 
 
 def scrub_url(url: str) -> str:
@@ -178,7 +181,9 @@ def scrub_url(url: str) -> str:
     return _QUERY_PAIR.sub(pair, url) if "?" in url else url
 
 
-_URL_IN_TEXT = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s\"'<>]+")
+_URL_IN_TEXT = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]{0,%d}://[^\s\"'<>]+" % (MAX_SCHEME - 1))
+"""A URL in free text. The scheme's length is bounded so that a long run of letters with no `://`
+costs one bounded look per character, not a rescan to its end from every start (quadratic)."""
 
 
 def scrub_text(text: str) -> str:
@@ -221,7 +226,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("basic credentials", re.compile(r"(?i)\bbasic\s+([A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])")),
     ("x-api-key value", re.compile(r"(?i)x-api-key[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9._\-]{12,})")),
     ("organization id", re.compile(r"(?i)(?<![a-z])org(?:ani[sz]ation)?[\w\s\-\"':=()]{0,40}?(" + _UUID + ")")),
-    ("password in URL", re.compile(r"(?i)[a-z][a-z0-9+.\-]*://[^\s/?#@:\"'`\\]+:([^\s/?#@\"'`\\]+)@")),
+    # anchored on `://` (no scheme): every pattern here starts on a literal and scans a run bounded
+    # by a character the run cannot hold, so a scan is linear in the text, however hostile
+    ("password in URL", re.compile(r"://[^\s/?#@:\"'`\\]+:([^\s/?#@\"'`\\]+)@")),
     ("credential in URL", re.compile(r"(?i)[?&;](?:" + _QUERY_NAMES + r")=([A-Za-z0-9%+/=._~\-]{8,})")),
     ("secret field", re.compile(r"(?i)[\"'](?:" + "|".join(sorted(SECRET_FIELDS)) + r")[\"']\s*:\s*\"([^\"]{8,})\"")),
 )
@@ -462,19 +469,9 @@ def _files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def _load_any(path: Path) -> Any:
-    try:
-        text = path.read_text("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from exc
-    except OSError as exc:
-        raise InputError(path, f"cannot read ({exc.strerror or exc})") from exc
+    text = read_text(path)
     if path.suffix == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(path, f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from exc
-        except RecursionError:
-            raise InputError(path, "not valid JSON for us: nested too deeply") from None
+        return parse_json(text, path)
     return load_yaml(text, path)
 
 
@@ -558,7 +555,7 @@ class _Scan:
 def _json_or_none(text: str) -> Any:
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # not JSON, or a number of more than 4300 digits
         return None
 
 

@@ -101,7 +101,8 @@ def remember(value: str | None) -> None:
 
 
 def remember_url(url: str | None) -> None:
-    """Remember the credentials a URL carries: its userinfo password (and user) and credential query values."""
+    """Remember the credentials a URL carries: its userinfo password (and user, and `user:password` as one
+    value and as a `Basic` header) and credential query values."""
     for value in url_credentials(url):
         remember(value)
 
@@ -119,7 +120,11 @@ def url_credentials(url: str | None) -> list[str]:
     if password:
         out.append(unquote(password))
         if username:
-            out.append(unquote(username))
+            # also as one value, and as the `Basic` header an HTTP client makes of it, so that an echo of
+            # that header is removed whole, not piece by piece
+            user_password = f"{unquote(username)}:{unquote(password)}"
+            out += [unquote(username), user_password,
+                    "Basic " + base64.b64encode(user_password.encode("utf-8")).decode("ascii")]
     for name, value in parse_qsl(parts.query, keep_blank_values=False):
         if name.lower() in CREDENTIAL_QUERY_NAMES and value:
             out.append(value)
@@ -155,6 +160,7 @@ def _encodings(value: str) -> set[str]:
     forms = {value, quote(value, safe=""), quote_plus(value, safe=""), json.dumps(value)[1:-1]}
     forms |= {json.dumps(value, ensure_ascii=False)[1:-1]}
     raw = value.encode("utf-8")
+    forms.add(base64.b64encode(raw).decode("ascii"))  # the whole value encoded alone, padding included
     for form in _base64_forms(raw):
         forms.add(form)
         forms.add(form.replace("+", "-").replace("/", "_"))  # urlsafe alphabet

@@ -24,6 +24,9 @@ except AttributeError:  # pragma: no cover - depends on the PyYAML build
 
 MAX_EXPANDED = 1_000_000
 """Most values a document may expand to once its aliases are followed."""
+MAX_ALIASED_CHARS = 16 * 1024 * 1024
+"""Most characters of text aliases may add to a document beyond what it spells out (an alias to one
+long string, repeated, costs whoever walks the document as much as the string written out)."""
 _ANCHOR = re.compile(r"(?:^|[\s\[{,:?-])&[^\s\[\]{},]")
 """Something that may be an anchor; a document without one has no alias (the fast path)."""
 
@@ -39,7 +42,7 @@ def load_yaml(text: str, path: str | Path) -> Any:
             node = loader.get_single_node()
             if node is None:
                 return None
-            _check_expansion(node, path)
+            _check_expansion(node, path, len(text) + MAX_ALIASED_CHARS)
             return loader.construct_document(node)
         finally:
             loader.dispose()
@@ -59,10 +62,12 @@ def _problem(exc: yaml.YAMLError) -> str:
     return " ".join(str(exc).split())[:200]
 
 
-def _check_expansion(root: yaml.Node, path: str | Path) -> None:
-    """Refuse a recursive alias, or aliases that expand the document past MAX_EXPANDED values. Each
-    node's expanded size is computed once (iteratively), so the check is linear in the file."""
+def _check_expansion(root: yaml.Node, path: str | Path, max_chars: int) -> None:
+    """Refuse a recursive alias, or aliases that expand the document past MAX_EXPANDED values or
+    `max_chars` characters of scalar text. Each node's expanded size is computed once (iteratively),
+    so the check is linear in the file."""
     size: dict[int, int] = {}
+    chars: dict[int, int] = {}
     on_path: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
@@ -70,9 +75,13 @@ def _check_expansion(root: yaml.Node, path: str | Path) -> None:
         key = id(node)
         if children_done:
             on_path.discard(key)
-            size[key] = 1 + sum(size[id(c)] for c in _children(node))
+            children = _children(node)
+            size[key] = 1 + sum(size[id(c)] for c in children)
+            chars[key] = sum(chars[id(c)] for c in children) + (len(node.value) if isinstance(node, yaml.ScalarNode) else 0)
             if size[key] > MAX_EXPANDED:
                 raise InputError(path, f"YAML aliases expand it to more than {MAX_EXPANDED:,} values (an alias bomb?)")
+            if chars[key] > max_chars:
+                raise InputError(path, f"YAML aliases expand its text by more than {MAX_ALIASED_CHARS:,} characters (an alias bomb?)")
             continue
         if key in size:
             continue

@@ -116,14 +116,16 @@ def test_list_shows_one_row_per_run(recorded_run: Path, tmp_path: Path, capsys: 
     code, out, _ = run_cli(capsys, "cassettes", "list", str(root))
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["run", "prompt", "model", "recorded", "files", "interactions", "tokens", "in/out", "cost",
-                                "stand-ins"]
+    assert lines[0].split() == ["run", "prompt", "model", "recorded", "files", "interactions", "tokens", "in+cached/out",
+                                "cost", "stand-ins"]
     assert lines[1].split()[:6] == ["a-synthetic", "v3", "claude-test", "2026-11-30T10:00:00Z", "1", "1"]
     row = lines[2].split()
     manifest = json.loads((recorded_run / "run.json").read_text())
     assert row[:5] == ["v3-test", "v3", "claude-test", manifest["recorded_at"], "2"]
     assert int(row[5]) == manifest["stats"]["interactions"]
-    assert row[6] == f'{manifest["stats"]["input_tokens"]}/{manifest["stats"]["output_tokens"]}'
+    stats = manifest["stats"]
+    every_input = stats["input_tokens"] + stats["cache_creation_input_tokens"] + stats["cache_read_input_tokens"]
+    assert row[6] == f'{every_input}/{stats["output_tokens"]}'
     assert row[7] == "unknown"  # claude-test has no price: never shown as 0
     assert row[8:] == ["learn,", "model"]
     code, out, _ = run_cli(capsys, "cassettes", "list", str(root), "--json")
@@ -214,3 +216,38 @@ def test_a_canary_key_and_learn_url_credentials_are_in_no_file_of_a_recorded_run
         for path in files:
             data = path.read_bytes().decode("utf-8", "replace")
             assert not any(form in data for form in forms), f"{path.name} holds a secret"
+
+
+def test_list_counts_cached_input_tokens_as_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run recorded with prompt caching has almost no uncached input: "tokens in" is every input token."""
+    run = write_run(tmp_path / "runs" / "cached", results=[{"file": "docs/x.md", "results": []}])
+    manifest = json.loads((run / "run.json").read_text())
+    manifest["stats"].update(input_tokens=0, cache_creation_input_tokens=1200, cache_read_input_tokens=34000,
+                             output_tokens=500)
+    (run / "run.json").write_text(json.dumps(manifest))
+    code, out, _ = run_cli(capsys, "cassettes", "list", str(tmp_path / "runs"))
+    assert code == 0 and out.splitlines()[1].split()[6] == "35200/500"
+    code, out, _ = run_cli(capsys, "cassettes", "list", str(tmp_path / "runs"), "--json")
+    assert json.loads(out)[0]["total_input_tokens"] == 35200
+
+
+def test_list_reads_the_cassettes_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    write_run(tmp_path / "recorded" / "r1", results=[{"file": "docs/x.md", "results": []}])
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    (tmp_path / "pyproject.toml").write_text('[tool.judge-replay]\ncassettes = "recorded"\n', "utf-8")
+    code, out, err = run_cli(capsys, "cassettes", "list")
+    assert code == 0, err
+    assert [line.split()[0] for line in out.splitlines()] == ["run", "r1"]
+    (tmp_path / "pyproject.toml").write_text('[tool.judge-replay\ncassettes = "recorded"\n', "utf-8")
+    code, _, err = run_cli(capsys, "cassettes", "list")
+    assert code == 2 and "pyproject.toml" in err and len(err.strip().splitlines()) == 1
+
+
+def test_verify_shows_the_run_path_without_controls(recorded_run: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    run = copy_run(recorded_run, tmp_path / "x\x1b]0;t\x07")
+    code, out, _ = run_cli(capsys, "cassettes", "verify", str(run))
+    assert code == 0, out
+    assert "\x1b" not in out and "\x07" not in out and "x\\x1b]0;t\\x07: ok" in out

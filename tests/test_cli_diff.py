@@ -181,3 +181,21 @@ def test_a_failed_conversation_is_no_verdict_in_every_format(runs, capsys):
     assert main(["diff", str(a.path), str(b.path), "--format", "markdown"]) == 0
     markdown = capsys.readouterr().out
     assert "| grounded | no verdict | **unknown** |" in markdown and "| none |" not in markdown
+
+
+def test_an_unreadable_sibling_folder_is_skipped_with_a_note_in_every_format(runs, tmp_path, capsys):
+    """A broken run folder beside the two runs (results.json not JSON; run.json not JSON) never fails
+    the diff: discovery leaves it out and every format says so in one line."""
+    a, b, _ = runs
+    broken = run(tmp_path / "runs" / "v2-broken", "v2", V2, [result("models-003", "grounded")], {}, claims=[LOWER])
+    (broken.path / "results.json").write_text("{not json", "utf-8")
+    (tmp_path / "runs" / "half").mkdir()
+    (tmp_path / "runs" / "half" / "run.json").write_text("[", "utf-8")
+    for fmt in ("text", "markdown", "json", "html"):
+        assert main(["diff", str(a.path), str(b.path), "--format", fmt]) == 0, fmt
+        out = capsys.readouterr().out
+        assert "skipped 2 sibling run folder(s) that cannot be read" in out, fmt
+        assert "v2-broken/results.json: not valid JSON" in out and "half/run.json" in out, fmt
+        if fmt == "json":
+            [note] = [n for n in json.loads(out)["notes"] if n.startswith("skipped")]
+            assert "\n" not in note

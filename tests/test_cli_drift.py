@@ -323,6 +323,71 @@ def test_terminal_output_shows_planted_escape_sequences_as_text(tmp_path, capsys
     assert "\\x1b]0;owned\\x07" in out  # shown, not obeyed
 
 
+def test_json_output_escapes_c1_controls_and_bidi_overrides_and_keeps_ordinary_text(tmp_path, capsys):
+    planted = "\u202eevil \x9b31m \x90 \x1b[2J"
+    old = write_recorded_run(tmp_path / "old", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+    new = write_recorded_run(tmp_path / "new", {
+        MODELS: MODELS_V1.replace("| 200,000 |", f"| 400,000 {planted} modèle 概要 |"), QUOTAS: QUOTAS_V1, OLD: None})
+    code, out, _ = run_cli(capsys, "drift", old, "--against", new, "--json")
+    assert code == 1
+    for raw in ("\u202e", "\x9b", "\x90", "\x1b"):
+        assert raw not in out
+    assert "\\u202eevil \\u009b31m \\u0090 \\u001b[2J modèle 概要" in out  # escaped, ordinary text as is
+    m2 = next(c for c in json.loads(out)["claims"] if c["id"] == "m-2")
+    assert planted in m2["new"]  # the same JSON: the escapes decode to the page's characters
+
+
+PRICING = "https://azure.microsoft.com/en-us/pricing/details/cognitive-services/openai-service/"
+
+
+def run_citing(folder: Path, pages: dict[str, str | None], outage: str | None = None) -> Path:
+    """A run whose two claims cite QUOTAS and the Azure pricing page (outside Learn); `outage`: a URL
+    whose fetch got an HTTP 500 (a Learn outage) instead of a reply."""
+    from dataclasses import replace
+
+    from factories import fetch_interaction
+    from replay._cassette import load_cassette, save_cassette
+    from replay._runs import cassette_name
+
+    results = [{"file": "docs/p.md", "results": [
+        {"id": "q-1", "judge_verdict": "grounded", "rule": "", "evidence_url": QUOTAS,
+         "evidence_quote": "The default quota is 30 requests per minute.", "reason": "stated"},
+        {"id": "p-1", "judge_verdict": "source_silent", "rule": "", "evidence_url": PRICING, "evidence_quote": "",
+         "reason": "not a Learn page"}]}]
+    write_run(folder, results=results, pages={"docs/p.md": pages})
+    if outage:
+        cassette = folder / cassette_name("docs/p.md")
+        failed = replace(fetch_interaction(outage, "", rpc_id=9), status=500, reason="Internal Server Error",
+                         response_body="upstream error", response_headers={"content-type": ["text/plain"]})
+        save_cassette(cassette, [*load_cassette(cassette), failed])
+    return folder
+
+
+def test_a_refused_url_is_no_page_and_a_later_outage_is_not_checked_rather_than_gone(tmp_path, capsys):
+    from replay._mcp import NOT_LEARN_REFUSAL
+
+    old = run_citing(tmp_path / "old", {QUOTAS: QUOTAS_V1, PRICING: NOT_LEARN_REFUSAL})
+    same = run_citing(tmp_path / "same", {QUOTAS: QUOTAS_V1, PRICING: NOT_LEARN_REFUSAL})
+    code, out, err = run_cli(capsys, "drift", old, "--against", same)
+    flat = " ".join(out.split())
+    assert code == 0, err
+    assert "1 claim(s) on azure.microsoft.com/en-us/pricing/details/cognitive-services/openai-service/: no page to " \
+           "compare, not at risk (not a Learn page: the server refused the URL as outside Microsoft Learn" in flat
+    assert "1 claim(s) unchanged: their page is byte-for-byte the same" in flat  # the quotas claim alone
+    assert "nothing at risk" in flat
+    code, out, _ = run_cli(capsys, "drift", old, "--against", same, "--json")
+    report = json.loads(out)
+    assert statuses(report) == {"q-1": "unchanged", "p-1": "no-page"}
+    assert {p["url"]: p["state"] for p in report["pages"]}[PRICING] == "no-page"
+
+    down = run_citing(tmp_path / "down", {PRICING: NOT_LEARN_REFUSAL}, outage=QUOTAS)
+    code, out, err = run_cli(capsys, "drift", old, "--against", down)
+    flat = " ".join(out.replace("│", " ").split())
+    assert code == 1 and "page-gone" not in out and "unchecked" in out and "\nat risk (" not in out
+    assert "1 claim(s) not checked: the later fetch of their page failed; run drift again" in flat
+    assert "could not be checked" in err
+
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -128,3 +128,29 @@ def test_help_ends_with_an_example_that_parses(argv, capsys):
     assert examples and lines[-1].startswith(f"judge-replay {argv[0]}")
     for example in examples:  # each is a command line the real CLI accepts
         assert parse_printed_command(example)
+
+
+def test_history_of_a_refused_url_shows_no_version_and_says_the_server_refused_it(tmp_path, capsys):
+    from replay._mcp import NOT_LEARN_REFUSAL
+
+    refused, gone = "https://azure.microsoft.com/en-us/pricing/x/", "https://learn.microsoft.com/azure/ai/gone"
+    root = tmp_path / "c"
+    write_run(root / "r1", results=[{"file": "docs/q.md", "results": []}], recorded_at="2026-01-01T00:00:00Z",
+              pages={"docs/q.md": {URL: V1, refused: NOT_LEARN_REFUSAL, gone: V1}})
+    write_run(root / "r2", results=[{"file": "docs/q.md", "results": []}], recorded_at="2026-02-01T00:00:00Z",
+              pages={"docs/q.md": {URL: V1, refused: NOT_LEARN_REFUSAL, gone: None}})
+    code, out, _ = pages(capsys, tmp_path, root, "history", refused)
+    flat = " ".join(out.split())
+    assert code == 0 and "(missing)" not in out and "recorded version(s)" not in out
+    assert "no recorded version" in flat and "the server refused this URL as outside Microsoft Learn" in flat
+    assert "r1, r2 (2026-01-01T00:00:00Z to 2026-02-01T00:00:00Z)" in flat
+    code, out, _ = pages(capsys, tmp_path, root, "history", refused, "--json")
+    data = json.loads(out)
+    assert code == 0 and data["versions"] == [] and [a["reason"] for a in data["no_page"]] == ["refused"]
+    # a page Learn could not retrieve later: its one version, then the later answer, never a "(missing)" version
+    code, out, _ = pages(capsys, tmp_path, root, "history", gone, "--json")
+    data = json.loads(out)
+    assert [v["runs"] for v in data["versions"]] == [["r1"]]
+    assert [(a["reason"], a["runs"]) for a in data["no_page"]] == [("not-found", ["r2"])]
+    code, out, _ = pages(capsys, tmp_path, root, "diff", refused)
+    assert code == 0 and "nothing to compare" in out

@@ -7,7 +7,7 @@ import pytest
 
 from factories import write_run
 from replay._cassette import Interaction, load_cassette, save_cassette
-from replay._drift import ClaimEvidence, claim_drift, drift_report
+from replay._drift import ClaimEvidence, claim_drift, drift_report, is_at_risk
 from replay._mcp import normalise_learn_url
 from replay._prompts import load_prompt
 from replay._records import ClaimsBatch, RunManifest
@@ -105,11 +105,26 @@ def test_unchanged_page_and_gone_page():
     file = CHANGES[8]["file"]
     item = evidence(8, CLAIMS[8], CHANGES[8]["before"])
     assert claim_drift(item, page("before", file), page("before", file)).status == "unchanged"
-    missing = PageVersion(CHANGES[8]["page_url"], None, None)
+    missing = PageVersion(CHANGES[8]["page_url"], None, None, "not-found")
     gone = claim_drift(item, page("before", file), missing)
     assert gone.status == "page-gone" and gone.new_sha256 is None
     assert claim_drift(item, page("before", file), None).status == "page-gone"  # absent from the later run
-    assert claim_drift(item, missing, missing).status == "unchanged"  # nothing was ever readable
+    never = claim_drift(item, missing, missing)  # nothing was ever readable: no page, not "unchanged"
+    assert (never.status, never.note) == ("no-page", "Learn had no page there (it could not be retrieved), then and now")
+
+
+def test_a_refused_url_has_no_page_and_an_outage_is_not_a_gone_page():
+    file = CHANGES[8]["file"]
+    item = evidence(8, CLAIMS[8], CHANGES[8]["before"])
+    url = "https://azure.microsoft.com/en-us/pricing/details/cognitive-services/openai-service/"
+    refused = PageVersion(url, None, None, "refused")
+    d = claim_drift(ClaimEvidence("f", "a", "Hourly PTU pricing is $1.", url, "source_silent", ""), refused, refused)
+    assert d.status == "no-page" and not is_at_risk(d) and "refused the URL as outside Microsoft Learn" in (d.note or "")
+    failed = PageVersion(CHANGES[8]["page_url"], None, None, "failed")
+    outage = claim_drift(item, page("before", file), failed)
+    assert outage.status == "unchecked" and not is_at_risk(outage) and "says nothing about the page" in (outage.note or "")
+    moved = claim_drift(item, page("before", file), PageVersion(CHANGES[8]["page_url"], None, None, "refused"))
+    assert moved.status == "page-gone" and "now refuses" in (moved.note or "")
 
 
 def test_source_silent_claim_whose_value_now_appears_is_at_risk():
@@ -175,7 +190,7 @@ def test_report_names_only_the_claims_at_risk_and_the_files_to_re_record(tmp_pat
 
 def test_claim_without_a_cited_page_is_not_at_risk():
     d = claim_drift(ClaimEvidence("f", "a", "X is 5.", None, "source_silent", ""), None, None)
-    assert d.status == "unchanged" and d.note
+    assert d.status == "no-page" and d.note == "the verdict cites no page" and not is_at_risk(d)
 
 
 def test_removed_row_with_a_common_value_is_quote_gone_not_an_unrelated_lines_change():

@@ -97,6 +97,18 @@ def manifest_with(**changes: object) -> Callable[[Path], None]:
     return setup
 
 
+def manifest_top(**changes: object) -> Callable[[Path], None]:
+    """Change top-level fields of runs/a's run.json."""
+
+    def setup(root: Path) -> None:
+        path = root / "runs" / "a" / "run.json"
+        data = json.loads(path.read_text("utf-8"))
+        data.update(changes)
+        path.write_text(json.dumps(data), "utf-8")
+
+    return setup
+
+
 @dataclass
 class Case:
     id: str
@@ -194,6 +206,22 @@ CASES = [
          [put(f"runs/a/{CASSETTE}", RECURSIVE_ALIAS)], codes=(1, 2)),
     Case("cassettes audit a JSON cassette nested too deep", ["cassettes", "audit", "deep.json"], "deep.json",
          [put("deep.json", DEEP)], codes=(1, 2)),
+    Case("cassettes audit a results.json with a number of 100,000 digits", ["cassettes", "audit", "runs/a"],
+         "results.json", [put("runs/a/results.json", '{"files": [], "n": ' + "9" * 100_000 + "}")]),
+    Case("cassettes verify a cassette name of 5000 characters", ["cassettes", "verify", "runs/a"], "run.json",
+         [manifest_with(cassette="a" * 5000 + ".yaml")]),
+    Case("judge replay a cassette name of 5000 characters", ["judge", "--mode", "replay", "--run", "runs/a", "--no-progress"],
+         "run.json", [manifest_with(cassette="a" * 5000 + ".yaml")]),
+    Case("judge replay a run.json of an unknown version", ["judge", "--mode", "replay", "--run", "runs/a", "--no-progress"],
+         "run.json", [manifest_top(version=99)]),
+    Case("grade a cassette name of 5000 characters", GRADE, "run.json", [manifest_with(cassette="a" * 5000 + ".yaml")]),
+    Case("drift a cassette name of 5000 characters", ["drift", "runs/a", "--against", "runs/b"], "run.json",
+         [manifest_with(cassette="a" * 5000 + ".yaml")]),
+    Case("cassettes verify a run.json of an unknown version", ["cassettes", "verify", "runs/a"], "reads version 1",
+         [manifest_top(version=99)]),
+    Case("grade a run.json recorded 'yesterday'", GRADE, "ISO 8601", [manifest_top(recorded_at="yesterday")]),
+    Case("cassettes verify a run.json recorded on month 13", ["cassettes", "verify", "runs/a"], "run.json",
+         [manifest_top(recorded_at="2026-13-01T00:00:00Z")]),
     Case("cassettes verify a run.json that is garbage", ["cassettes", "verify", "runs/a"], "run.json",
          [put("runs/a/run.json", "\ufeff{]")], codes=(1, 2)),
     Case("cassettes verify a cassette with response: []", ["cassettes", "verify", "runs/a"], CASSETTE,
@@ -254,6 +282,8 @@ def test_the_table_covers_every_command() -> None:
                                   ["cassettes", "list", "runs"]], ids=["audit", "verify", "list"])
 def test_an_alias_bomb_is_refused_at_once(argv: list[str], project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (project / "runs" / "a" / CASSETTE).write_text(ALIAS_BOMB, "utf-8")
+    import anthropic  # noqa: F401  (verify replays through the SDK: time the bomb, not the SDK's first import)
+
     started = time.monotonic()
     code = main(argv)
     elapsed = time.monotonic() - started
@@ -263,6 +293,16 @@ def test_an_alias_bomb_is_refused_at_once(argv: list[str], project: Path, capsys
         assert code == 0 and err == ""
     else:
         assert_one_line(code, err, CASSETTE, (1, 2))
+
+
+def test_an_alias_to_a_long_string_is_bounded_by_the_text_it_adds(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Twenty aliases of a 1 MB string: few values, but 20 MB of text for every reader to walk."""
+    (project / "runs" / "a" / CASSETTE).write_text(
+        'long: &s "' + "x" * 1_000_000 + '"\ninteractions: []\ncopies: [' + ", ".join(["*s"] * 20) + "]\n", "utf-8")
+    assert_one_line(main(["cassettes", "audit", "runs/a"]), capsys.readouterr().err, CASSETTE)
+    (project / "runs" / "a" / CASSETTE).write_text(
+        'long: &s "' + "x" * 1_000_000 + '"\ninteractions: []\ncopies: [*s, *s]\n', "utf-8")
+    assert main(["cassettes", "audit", "runs/a"]) == 0, capsys.readouterr().err
 
 
 def test_cassettes_list_counts_what_it_can_of_a_binary_cassette(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -300,3 +300,32 @@ def test_an_answer_stopped_by_the_context_window_says_so(scripted: Any, learn_ur
     result = run(model, learn_url)
     assert result.error is not None and result.error.startswith("the conversation outgrew the model's context window")
     assert all(r.error == result.error for r in result.results)
+
+
+@pytest.mark.parametrize("body, reason", [
+    (b"<html>gateway</html>", "not JSON"),
+    (b'{"id":"m","type":"message","content":' + b"[" * 5000 + b"]" * 5000 + b',"stop_reason":"end_turn"}',
+     "JSON nested too deeply"),
+    (b'{"id":"m","type":"message","content":[{"type":"text","text":"\\ud800"}],"stop_reason":"end_turn"}',
+     "a lone surrogate escape"),
+    (b'{"id":"m","type":"message","content":"oops","stop_reason":"end_turn","usage":"none"}', "not a message"),
+], ids=["html", "deep", "surrogate", "shape"])
+def test_a_malformed_model_reply_fails_the_file_saying_so(learn_url: str, body: bytes, reason: str) -> None:
+    server = LocalServer(lambda request: (200, {"content-type": "application/json"}, body))
+    try:
+        client = anthropic.Anthropic(api_key="any", base_url=server.url, max_retries=0)
+        with LearnClient(learn_url) as learn:
+            result = judge_file(BATCH, load_prompt("v3"), anthropic_client=client, learn=learn, model="claude-test",
+                                shown_model_url="http://127.0.0.1:8932")
+    finally:
+        server.stop()
+    assert (result.error or "").startswith(f"malformed reply from http://127.0.0.1:8932: {reason}")
+    assert all(r.error == result.error for r in result.results)
+
+
+def test_an_answer_with_a_lone_surrogate_gives_no_verdict_and_never_raises() -> None:
+    results, _ = verdicts_from_answer('{"results": [{"id": "m-1", "judge_verdict": "grounded", "reason": "\\ud800"}]}',
+                                      BATCH)
+    assert all(r.judge_verdict is None for r in results)
+    results, _ = verdicts_from_answer("[" * 5000 + "]" * 5000, BATCH)  # nested too deeply: read where it can be
+    assert all(r.judge_verdict is None for r in results)

@@ -349,7 +349,7 @@ def test_a_refused_url_is_no_page(scripted: Any) -> None:
 
 def test_malformed_reply_is_a_learn_error(scripted: Any) -> None:
     server = scripted({"*": (200, "text/event-stream", "event: message\r\ndata: {not json\r\n\r\n")})
-    with pytest.raises(LearnError, match="malformed initialize reply"):
+    with pytest.raises(LearnError, match="malformed reply from .* to initialize"):
         LearnClient(server.url).initialize()
 
 
@@ -415,3 +415,36 @@ def test_a_reset_connection_is_retried() -> None:
         server.server_close()
     assert seen == ["initialize", "initialize", "notifications/initialized"] and waits == [0.5]
     assert client.retries == 1
+
+
+@pytest.mark.parametrize("tool_reply", [
+    '{"jsonrpc":"2.0","result":{"content":"notalist"}}',
+    '{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":5}]}}',
+    '{"jsonrpc":"2.0","id":2,"result":' + "[" * 5000 + "]" * 5000 + "}",
+    '{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"x"}],"n":' + "9" * 10000 + "}}",
+    '{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"a \\ud800 lone"}]}}',
+], ids=["content-not-a-list", "text-not-a-string", "nested-too-deeply", "huge-number", "lone-surrogate"])
+def test_an_untrusted_tool_reply_is_a_malformed_reply_error(scripted: Any, tool_reply: str) -> None:
+    server = scripted({"initialize": INIT_OK, "tools/call": (200, "application/json", tool_reply),
+                       "*": (202, "application/json", "")})
+    with pytest.raises(LearnError, match=f"^malformed reply from {server.url} to tools/call") as caught:
+        LearnClient(server.url).fetch(MODELS_URL)
+    assert not isinstance(caught.value, LearnToolError)  # the file fails; the judge is not asked to go on
+
+
+def test_a_retry_after_that_is_not_a_number_uses_the_back_off() -> None:
+    seen: list[float] = []
+    replies = [(503, {"retry-after": "nan"}, b"busy"), (503, {"retry-after": "-inf"}, b"busy")]
+
+    def respond(request: Any) -> tuple[int, dict[str, str], bytes]:
+        if replies:
+            return replies.pop(0)
+        return INIT_OK[0], {"content-type": INIT_OK[1]}, INIT_OK[2].encode()
+
+    server = LocalServer(respond, "/api/mcp")
+    try:
+        client = LearnClient(server.url, sleep=seen.append)
+        assert client.initialize()["protocolVersion"] == "2025-03-26"
+    finally:
+        server.stop()
+    assert seen == [0.5, 0.0]

@@ -1,14 +1,18 @@
 """The page store: content-addressed page versions per URL, indexed from run folders' cassettes."""
 
+import dataclasses
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
-from factories import write_run
+from factories import fetch_interaction, write_run
+from replay._cassette import load_cassette, save_cassette
 from replay._errors import UsageError
 from replay._pagestore import PageStore, cassettes_root, open_indexed_store, store_folder
-from replay._runs import Run
+from replay._mcp import NOT_LEARN_REFUSAL, normalise_learn_url
+from replay._runs import Run, cassette_name
 from replay._text import sha256_text
 
 URL = "https://learn.microsoft.com/azure/p"
@@ -63,11 +67,48 @@ def test_two_runs_with_one_folder_name_in_two_places_are_two_runs(tmp_path, monk
     assert (second.sha256, second.runs) == (sha256_text(V2), ("elsewhere/v3",))
 
 
-def test_missing_page_is_a_version_without_text(tmp_path):
+REFUSED = "https://azure.microsoft.com/en-us/pricing/details/cognitive-services/openai-service/"
+GONE = "https://learn.microsoft.com/azure/gone"
+DOWN = "https://learn.microsoft.com/azure/down"
+
+
+def run_with_no_page_answers(folder, recorded_at="2026-01-01T00:00:00Z"):
+    """A run whose judge read URL, fetched a URL outside Learn (refused), a page Learn could not retrieve,
+    and a page whose fetch failed with an HTTP 500 (an outage)."""
+    folder = write_run(folder, results=[{"file": "docs/a.md", "results": []}], recorded_at=recorded_at,
+                       pages={"docs/a.md": {URL: V1, REFUSED: NOT_LEARN_REFUSAL, GONE: None}})
+    cassette = folder / cassette_name("docs/a.md")
+    outage = fetch_interaction(DOWN, "unused", rpc_id=9)
+    outage = dataclasses.replace(outage, status=500, reason="Internal Server Error", response_body="upstream error",
+                                 response_headers={"content-type": ["text/plain"]})
+    save_cassette(cassette, [*load_cassette(cassette), outage])
+    return Run(folder)
+
+
+def test_a_fetch_that_got_no_page_is_never_a_version_and_says_why(tmp_path):
     with PageStore(tmp_path / "store") as store:
-        store.index_run(run_reading(tmp_path / "r1", None, "2026-01-01T00:00:00Z"))
-        [version] = store.versions(URL)
-    assert version.sha256 is None and version.size is None and version.short == "(missing)"
+        store.index_run(run_with_no_page_answers(tmp_path / "r1"))
+        assert [v.sha256 for v in store.versions(URL)] == [sha256_text(V1)]
+        assert store.urls() == [URL]  # the store holds a version of this page only
+        for url, reason in ((REFUSED, "refused"), (GONE, "not-found"), (DOWN, "failed")):
+            assert store.versions(url) == [], url
+            [answer] = store.no_page_answers(url)
+            assert (answer.reason, answer.runs, answer.first_seen) == (reason, ("r1",), "2026-01-01T00:00:00Z")
+        assert store.no_page_answers(URL) == []
+        with pytest.raises(UsageError, match="known: none"):
+            store.version(REFUSED, "0")
+
+
+def test_a_store_of_an_older_layout_is_read_again_and_its_no_page_entries_are_not_versions(tmp_path):
+    run = run_with_no_page_answers(tmp_path / "r1")
+    with PageStore(tmp_path / "store") as store:
+        store._cache.set(f"url:{normalise_learn_url(REFUSED)}",  # written before: "-" as a version
+                         {"url": REFUSED, "seen": {"-": {f"{run.path.resolve()}#2026-01-01T00:00:00Z": "2026-01-01T00:00:00Z"}}})
+        store._cache.set(f"run:{run.path.resolve()}",
+                         {"manifest_sha256": hashlib.sha256((run.path / "run.json").read_bytes()).hexdigest()})
+        assert store.versions(REFUSED) == [] and REFUSED not in store.urls()
+        assert store.index_run(run)  # an older layout: read again
+        assert [a.reason for a in store.no_page_answers(REFUSED)] == ["refused"]
 
 
 def test_hash_prefixes_resolve_or_name_what_is_known(tmp_path):

@@ -233,3 +233,10 @@ def test_leftovers_of_a_killed_recording_are_no_run_to_any_reader(good_run: Path
         (leftover / p.name).write_bytes(p.read_bytes())
     assert [r.path.name for r in find_runs(good_run.parent)] == ["run"]
     assert audit_report([good_run.parent]).cassettes == len(list(good_run.glob("*.yaml")))
+
+
+@pytest.mark.parametrize("inside", [".judge-replay-staging", ".judge-replay-staging/r", ".judge-replay-staging/r/deeper"])
+def test_a_run_inside_a_staging_folder_is_refused(tmp_path: Path, inside: str) -> None:
+    with pytest.raises(UsageError, match="cannot be inside a .judge-replay-staging folder"):
+        RunFolderWriter(tmp_path / "runs" / inside)
+    assert not (tmp_path / "runs").exists()

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from factories import closed_port_url, write_json
-from replay._errors import CassetteMiss, InputError, LearnError, UsageError
+from replay._errors import CassetteMiss, InputError, LearnError, RecordingFailed, UsageError
 from replay._io import load_results
 from replay._recorder import verify_run
 from replay._runner import NO_KEY, replay_run, run_judge
@@ -54,6 +54,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project folder as cwd, with pages and a claims folder of three files."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     for name, (url, body) in PAGES.items():
         (tmp_path / "pages").mkdir(exist_ok=True)
         (tmp_path / "pages" / name).write_text(f"---\nurl: {url}\n---\n{body}", "utf-8")
@@ -197,7 +198,7 @@ ORG_ID = "1b5e2c3d-aa1a-4bbb-8ccc-0123456789ab"
 
 
 class _RejectingModel(BaseHTTPRequestHandler):
-    """A Messages API that counts tokens for anyone, answers `{"results": []}` to most conversations and
+    """A Messages API that counts tokens for anyone, answers one verdict to most conversations and
     refuses the key in the conversation about docs/quotas.md, echoing it and the org id (as real error
     bodies can)."""
 
@@ -214,7 +215,9 @@ class _RejectingModel(BaseHTTPRequestHandler):
             body = json.dumps({"input_tokens": 5}).encode()
         elif b"docs/quotas.md" not in raw:
             body = json.dumps({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
-                               "content": [{"type": "text", "text": '{"results": []}'}], "stop_reason": "end_turn",
+                               "content": [{"type": "text",
+                                            "text": '{"results": [{"id": "m-1", "judge_verdict": "source_silent"}]}'}],
+                               "stop_reason": "end_turn",
                                "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 2}}).encode()
         else:
             status = 401
@@ -434,3 +437,206 @@ def test_a_refused_key_stops_before_any_paid_call(workdir: Path, stand_ins: tupl
     assert str(caught.value) == f"the Anthropic API at {api.url} refused the key (HTTP 401): check ANTHROPIC_API_KEY"
     assert len(asked) == 1 and "max_tokens" not in asked[0]  # one token count, no message
     assert not (workdir / "runs").exists()
+
+
+# --------------------------------------------------------------------------- hostile or odd replies
+
+
+def learn_proxy(learn_url: str, *, quotas_reply: tuple[int, dict[str, str], bytes] | None = None,
+                page_insert: str = "") -> Any:
+    """A Learn endpoint in front of the stand-in: every call about quotas answered with `quotas_reply`
+    (when given); `page_insert` added to every page served after its first "quota"."""
+    from factories import LocalServer
+
+    def respond(body: Any) -> tuple[int, dict[str, str], bytes]:
+        if body is None or "id" not in body:
+            return 202, {}, b""
+        if quotas_reply is not None and body.get("method") == "tools/call" and "quota" in json.dumps(body).lower():
+            return quotas_reply
+        reply = httpx.post(learn_url, json=body, headers={"accept": "application/json, text/event-stream"})
+        data = reply.content
+        if page_insert and body.get("method") == "tools/call":
+            data = data.replace(b"quota", f"quota ({page_insert})".encode(), 1)
+        return reply.status_code, {"content-type": reply.headers["content-type"]}, data
+
+    return LocalServer(respond, "/api/mcp")
+
+
+def test_a_json_learn_error_body_gives_the_same_error_text_in_replay(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    """The error text quotes the body in one normal form: the cassette stores the JSON re-indented."""
+    body = json.dumps({"type": "error", "error": {"type": "api_error", "message": "upstream failed"}}).encode()
+    proxy = learn_proxy(stand_ins[0].url, quotas_reply=(500, {"content-type": "application/json",
+                                                              "retry-after": "0"}, body))
+    try:
+        results = record(stand_ins, learn_url=proxy.url)
+    finally:
+        proxy.stop()
+    (failed,) = [f for f in results.files if f.error]
+    assert failed.file == "docs/quotas.md" and '{"type": "error", "error": {"type": "api_error"' in failed.error
+    assert verify_run(workdir / "runs" / "r1").problems == []
+
+
+@pytest.mark.parametrize("reply", [
+    b'{"jsonrpc":"2.0","result":{"content":"notalist"}}',
+    b'{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":5}]}}',
+    b'{"jsonrpc":"2.0","id":2,"result":' + b"[" * 5000 + b"]" * 5000 + b"}",
+    b'{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"x"}],"n":' + b"9" * 10000 + b"}}",
+    b'{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"a\\u0000b \\ud800 lone"}]}}',
+], ids=["content-not-a-list", "text-not-a-string", "nested-too-deeply", "huge-number", "lone-surrogate"])
+def test_a_malformed_learn_reply_fails_its_file_and_the_run_is_kept(workdir: Path, stand_ins: tuple[Any, Any],
+                                                                     reply: bytes) -> None:
+    proxy = learn_proxy(stand_ins[0].url, quotas_reply=(200, {"content-type": "application/json"}, reply))
+    try:
+        results = record(stand_ins, learn_url=proxy.url)
+    finally:
+        proxy.stop()
+    errors = {f.file: f.error for f in results.files}
+    assert (errors["docs/quotas.md"] or "").startswith("malformed reply from http://127.0.0.1:8931/api/mcp")
+    assert errors["docs/models.md"] is None and errors["docs/retired.md"] is None
+    assert verify_run(workdir / "runs" / "r1").problems == []
+
+
+def test_a_retry_after_of_nan_is_ignored(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    calls: list[int] = []
+    proxy_reply = (503, {"content-type": "text/plain", "retry-after": "nan"}, b"busy")
+
+    from factories import LocalServer
+
+    def respond(body: Any) -> tuple[int, dict[str, str], bytes]:
+        if body is not None and body.get("method") == "tools/call" and not calls:
+            calls.append(1)
+            return proxy_reply
+        if body is None or "id" not in body:
+            return 202, {}, b""
+        reply = httpx.post(stand_ins[0].url, json=body, headers={"accept": "application/json, text/event-stream"})
+        return reply.status_code, {"content-type": reply.headers["content-type"]}, reply.content
+
+    proxy = LocalServer(respond, "/api/mcp")
+    try:
+        results = record(stand_ins, learn_url=proxy.url)
+    finally:
+        proxy.stop()
+    assert calls == [1] and verdicts(results) == EXPECTED_V3
+
+
+def test_our_secret_echoed_into_a_page_is_hashed_as_stored(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    """A server that echoes the request URL's `?key=` and the `Basic` header into page text: the page is
+    stored with them removed, and page hashes and quote checks are computed on that text, so the run
+    verifies and no secret is kept."""
+    import base64
+
+    key, user, password = "QkeyCanary55abc", "reviewer", "PassCanary9x"
+    basic = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+    proxy = learn_proxy(stand_ins[0].url, page_insert=f"served for /api/mcp?key={key} auth {basic}")
+    try:
+        url = proxy.url.replace("http://", f"http://{user}:{password}@") + f"?key={key}"
+        results = record(stand_ins, learn_url=url)
+    finally:
+        proxy.stop()
+    assert verdicts(results) == EXPECTED_V3
+    folder = workdir / "runs" / "r1"
+    text = run_folder_text(folder)
+    assert "served for /api/mcp?key=REDACTED auth REDACTED" in text
+    assert key not in text and password not in text and basic.split()[1] not in text
+    assert verify_run(folder).problems == []
+
+
+@pytest.mark.parametrize("epoch", ["yesterday", "99999999999999999999", "253402300800"])
+def test_a_source_date_epoch_out_of_range_stops_before_any_call(workdir: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                epoch: str) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
+    with start_model() as model, pytest.raises(UsageError, match="SOURCE_DATE_EPOCH must be whole seconds"):
+        run_judge("v3", ["claims"], "runs/r", "record", model="m", learn_url=closed_port_url(),
+                  anthropic_base_url=model.url, progress=False)
+    assert model.requests == [] and not (workdir / "runs").exists()
+
+
+class _HeaderTakingModel(BaseHTTPRequestHandler):
+    """A Messages API that notes the credential headers of each request and refuses them all."""
+
+    protocol_version = "HTTP/1.1"
+    seen: list[dict[str, str | None]] = []
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.seen.append({name: self.headers.get(name) for name in ("authorization", "x-api-key")})
+        body = json.dumps({"type": "error", "error": {"type": "authentication_error", "message": "no"}}).encode()
+        self.send_response(401)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_an_auth_token_alone_is_used_as_bearer(workdir: Path, stand_ins: tuple[Any, Any],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "tok-Canary-7731")
+    _HeaderTakingModel.seen = []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _HeaderTakingModel)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        with pytest.raises(UsageError, match="refused the key .*check ANTHROPIC_AUTH_TOKEN"):
+            run_judge("v3", ["claims"], "runs/r", "record", model="m", learn_url=stand_ins[0].url,
+                      anthropic_base_url=f"http://127.0.0.1:{httpd.server_address[1]}", progress=False)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert _HeaderTakingModel.seen == [{"authorization": "Bearer tok-Canary-7731", "x-api-key": None}]
+
+
+def test_a_model_endpoint_giving_no_verdict_at_all_writes_no_run(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    """Every claim failed one by one (the answer is not JSON): not a run, although no file failed whole."""
+    from factories import LocalServer
+
+    def answer(body: Any) -> tuple[int, dict[str, str], bytes]:
+        message = {"id": "m", "type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn",
+                   "content": [{"type": "text", "text": "I cannot tell."}],
+                   "usage": {"input_tokens": 1, "output_tokens": 1}}
+        return 200, {"content-type": "application/json"}, json.dumps(message).encode()
+
+    api = LocalServer(answer)
+    try:
+        with pytest.raises(RecordingFailed,
+                           match="every conversation failed .* no run was written: the judge's answer is not JSON"):
+            record(stand_ins, anthropic_base_url=api.url)
+    finally:
+        api.stop()
+    assert not (workdir / "runs" / "r1").exists()
+
+
+def test_a_run_inside_a_staging_folder_is_refused_before_any_call(workdir: Path) -> None:
+    with start_model() as model, pytest.raises(UsageError, match="cannot be inside a .judge-replay-staging folder"):
+        run_judge("v3", ["claims"], "runs/.judge-replay-staging/r", "record", model="m", learn_url=closed_port_url(),
+                  anthropic_base_url=model.url, progress=False)
+    assert model.requests == []
+
+
+def test_retry_failed_refuses_another_endpoint(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    proxy = learn_proxy(stand_ins[0].url, quotas_reply=(502, {"content-type": "text/plain", "retry-after": "0"},
+                                                        b"bad gateway"))
+    try:
+        record(stand_ins, learn_url=proxy.url)
+    finally:
+        proxy.stop()
+    before = run_folder_text(workdir / "runs" / "r1")
+    with pytest.raises(UsageError, match=r"--retry-failed keeps the cassettes .* recorded with --learn-url "
+                                         r"http://127.0.0.1:8931/api/mcp; .* http://127.0.0.1:8931/api/mcp\?tenant=b"):
+        record(stand_ins, learn_url=stand_ins[0].url + "?tenant=b", retry_failed=True)
+    assert run_folder_text(workdir / "runs" / "r1") == before
+    record(stand_ins, learn_url=stand_ins[0].url, retry_failed=True)  # another port of a stand-in: the same endpoint
+    assert verdicts(load_results(workdir / "runs" / "r1")) == EXPECTED_V3
+
+
+def test_url_credentials_are_redacted_whole_in_an_echoed_basic_header() -> None:
+    import base64
+
+    from replay import _secrets
+
+    _secrets.remember_url("https://reviewer:PassCanary9x@learn.example/api/mcp")
+    encoded = base64.b64encode(b"reviewer:PassCanary9x").decode()
+    assert _secrets.redact(f"auth=Basic {encoded};") == "auth=REDACTED;"
+    assert _secrets.redact(f"token {encoded}.") == "token REDACTED."
+    assert _secrets.redact("sent reviewer:PassCanary9x") == "sent REDACTED"

@@ -443,3 +443,44 @@ def test_a_results_file_quoting_a_page_of_its_run_is_page_text_too(tmp_path: Pat
     assert {(Path(f.path).parent.name, f.kind) for f in report.leaks} == {
         ("other", "credential in URL"), ("other", "credential in URL (URL-encoded)")}
     assert ("run", "results.json", url) in {(Path(f.path).parent.name, Path(f.path).name, f.page) for f in report.in_pages}
+
+
+# --------------------------------------------------------------------------- a hostile text cannot stall a scan
+
+_LINEAR_CHECK = """
+from replay import _scrub as s
+patterns = [p for _kind, p in s._PATTERNS] + [s._URL_IN_TEXT, s._QUERY_PAIR, s._BASE64_RUN, s._ESCAPE, s._TRIGGER]
+units = ["x", "a:", "a.b:", "sk-ant-", "sk-", "://a:", "?", "&a", "bearer ", "basic ", "eyJ", '"token": "', "org ",
+         "AKIA", "ghp_", "-", "=", "http://a:b", "x-api-key:"]
+for unit in units:
+    text = unit * (200_000 // len(unit))
+    for pattern in patterns:
+        sum(1 for _ in pattern.finditer(text))
+    s.scrub_text(text)
+"""
+
+
+def test_every_secret_pattern_is_linear_on_hostile_text() -> None:
+    """200 KB of repeated pattern prefixes (`x`*n before a key, `a:`*n, `?`*n...) with no match to end
+    them: a pattern that rescans from every start takes minutes on one of them (the `scheme://`
+    prefix of the URL patterns did, 51 s on 100 KB); linear ones take well under a second each."""
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", _LINEAR_CHECK], check=True, timeout=30,
+                   cwd=Path(__file__).resolve().parent.parent)
+
+
+def test_a_megabyte_of_text_before_a_key_audits_at_once(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    body = "x" * 1_000_000 + "AKIAZ5XQ3T7VJX2NBQRM"
+    cassette = tmp_path / "slow.yaml"
+    cassette.write_text(yaml.safe_dump({"interactions": [{
+        "request": {"method": "POST", "uri": "http://h/x", "headers": {}, "body": body},
+        "response": {"status": {"code": 200, "message": "OK"}, "headers": {}, "body": {"string": ""}}}]}), "utf-8")
+    done = subprocess.run([sys.executable, "-m", "replay._cli.main", "cassettes", "audit", str(cassette)],
+                          capture_output=True, text=True, timeout=20)
+    assert done.returncode == 1, done.stderr
+    assert "aws access key id AKIAZ5…BQRM" in done.stdout

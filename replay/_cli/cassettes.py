@@ -13,6 +13,7 @@ from .._config import project_prices
 from .._cost import Price, format_usd, run_cost
 from .._errors import CheckFailed, InputError
 from .._io import printable
+from .._records import RunStats, Usage
 from ._output import examples
 from .._runs import Run, find_runs
 
@@ -65,23 +66,29 @@ def verify(runs: tuple[Path, ...]) -> None:
     failed = 0
     for run in runs:
         report = verify_run(run)
+        shown = printable(str(run))
         if report.ok:
-            click.echo(f"{run}: ok ({report.interactions} interactions replayed, results reproduced)")
+            click.echo(f"{shown}: ok ({report.interactions} interactions replayed, results reproduced)")
             continue
         failed += 1
-        click.echo(f"{run}: FAILED")
+        click.echo(f"{shown}: FAILED")
         for problem in report.problems:
-            click.echo(f"  {problem}")
+            click.echo(f"  {printable(problem)}")
     if failed:
         raise CheckFailed(f"{failed} of {len(runs)} run(s) did not reproduce")
 
 
 @command.command("list", epilog=examples("judge-replay cassettes list cassettes --json"))
-@click.argument("root", required=False, default="cassettes", type=click.Path(path_type=Path))
+@click.argument("root", required=False, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def list_runs(root: Path, as_json: bool) -> None:
-    """One row per run folder under ROOT (default `cassettes`). A run folder that cannot be read is
-    named on stderr, one line each, and makes the exit code 2."""
+def list_runs(root: Path | None, as_json: bool) -> None:
+    """One row per run folder under ROOT (default: the `cassettes` setting of [tool.judge-replay], else
+    `cassettes` in the project). "tokens in+cached" counts every input token: uncached, written to
+    the prompt cache and read from it. A run folder that cannot be read is named on stderr, one line
+    each, and makes the exit code 2."""
+    from .._pagestore import cassettes_root
+
+    root = cassettes_root(root)
     if not root.is_dir():
         raise InputError(root, "no such folder of runs")
     rows = []
@@ -95,7 +102,7 @@ def list_runs(root: Path, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
     elif not rows:
-        click.echo(f"no runs under {root}" if not broken else f"no readable runs under {root}")
+        click.echo(f"no {'readable ' if broken else ''}runs under {printable(str(root))}")
     else:
         _table(rows)
     for problem in broken:
@@ -105,7 +112,7 @@ def list_runs(root: Path, as_json: bool) -> None:
 
 
 def _table(rows: list[dict[str, Any]]) -> None:
-    headers = ["run", "prompt", "model", "recorded", "files", "interactions", "tokens in/out", "cost", "stand-ins"]
+    headers = ["run", "prompt", "model", "recorded", "files", "interactions", "tokens in+cached/out", "cost", "stand-ins"]
     table = [headers] + [
         [
             printable(r["run"]),
@@ -114,7 +121,7 @@ def _table(rows: list[dict[str, Any]]) -> None:
             printable(r["recorded_at"]),
             str(r["files"]),
             str(r["interactions"]),
-            f"{r['input_tokens']}/{r['output_tokens']}",
+            f"{r['total_input_tokens']}/{r['output_tokens']}",
             format_usd(r["cost_usd"]) + (" (batch)" if r["batch"] else ""),
             ", ".join(r["stand_ins"]) or "-",
         ]
@@ -137,12 +144,18 @@ def _row(run: Run, prices: Mapping[str, Price]) -> dict[str, Any]:
         "files": len(m.claims),
         "interactions": sum(_count_interactions(run.cassette_path(c.file)) for c in m.claims),
         "input_tokens": m.stats.input_tokens,
+        "total_input_tokens": _usage(m.stats).total_input,
         "output_tokens": m.stats.output_tokens,
         "cost_usd": cost,
         "batch": m.batch_ids is not None,
         "stand_ins": list(m.stand_ins),
         "frozen": m.frozen,
     }
+
+
+def _usage(stats: RunStats) -> Usage:
+    """A run's token counters as a Usage (the one place that knows what "all input tokens" is)."""
+    return Usage.model_validate(stats.model_dump(include=set(Usage.model_fields)))
 
 
 def _count_interactions(path: Path) -> int:

@@ -67,7 +67,7 @@ def command(run_a: str, run_b: str, gold_path: str | None, fmt: str, out: str | 
     batches = [batch for _, batch in load_claims(list(claims_paths))] if claims_paths else []
     report = explain_flips(a, b, gold, extras, discover=discover, claims=batches)
     report.run_a, report.run_b = run_a, run_b
-    report.notes = stand_in_notes([a, b, *(Run(c["path"]) for c in report.controlled_runs)])
+    report.notes = stand_in_notes([a, b, *(Run(c["path"]) for c in report.controlled_runs)]) + report.notes
     if not confirm and fmt != "json":
         report.confirm_commands = []
     if fmt == "json":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 import tempfile
 from datetime import datetime, timezone
@@ -14,17 +13,19 @@ from rich.text import Text
 
 from .._bakeoff import stand_in_notes
 from .._config import setting
-from .._drift import STATUS_ORDER
+from .._drift import AT_RISK_STATUSES, STATUS_ORDER, unchecked
 from .._drift_runs import drift_items, record_page_snapshot, run_drift
 from .._errors import CheckFailed, UsageError
-from .._io import load_claims, printable
+from .._io import dump_json, load_claims, printable
 from .._pagestore import DEFAULT_CASSETTES, PageStore, cassettes_root, store_folder
 from .._records import LEARN_MCP_URL, Claim, DriftClaim, DriftReport
 from .._render import console_for
 from .._runs import Run
 
-_STYLE = {"page-gone": "bold red", "value-changed": "red", "quote-gone": "yellow",
-          "changed-quote-intact": "cyan", "unchanged": "green"}
+_STYLE = {"page-gone": "bold red", "value-changed": "red", "quote-gone": "yellow", "unchecked": "magenta",
+          "changed-quote-intact": "cyan", "no-page": "dim", "unchanged": "green"}
+_LISTED = tuple(s for s in STATUS_ORDER if s in AT_RISK_STATUSES or s == "unchecked")
+"""Statuses whose claims the table lists one by one (the others are counted: --json lists every claim)."""
 
 
 EPILOG = """\b
@@ -48,7 +49,8 @@ Examples:
 def command(run: str, against: str | None, live: bool, learn_url: str | None, claims: tuple[str, ...],
             cassettes: str | None, store: str | None, as_json: bool) -> None:
     """Compare every page RUN's judge read with a later version of it and list the claims whose evidence
-    changed. Exit 0: nothing at risk; 1: some claims at risk; 2: bad input."""
+    changed. Exit 0: nothing at risk; 1: some claims at risk, or not checked (their page's later fetch
+    failed); 2: bad input."""
     if bool(against) == live:
         raise UsageError("drift: give exactly one of --against RUN_B (offline) or --live (fetch from Learn)")
     if learn_url and not live:
@@ -79,11 +81,14 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
                              "cassettes, nor at the manifest's paths); their quotes alone were checked: pass "
                              "--claims PATH"), err=True)
     if as_json:
-        click.echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        click.echo(dump_json(report.model_dump(mode="json")), nl=False)
     else:
         print_report(report)
     if report.at_risk:
         raise CheckFailed(f"drift: {len(report.at_risk)} claim(s) of {report.run} rest on evidence that changed")
+    if unchecked(report):
+        raise CheckFailed(f"drift: {len(unchecked(report))} claim(s) of {report.run} could not be checked: the later "
+                          "fetch of their page failed")
 
 
 def is_bundled_run(run: Run) -> bool:
@@ -121,7 +126,7 @@ def print_report(report: DriftReport) -> None:
     table.add_column("verdict", no_wrap=True)
     table.add_column("page", overflow="fold", max_width=40)
     table.add_column("old → new", overflow="fold", ratio=1)
-    for status in STATUS_ORDER[:-2]:  # intact and unchanged claims are only counted: --json lists every claim
+    for status in _LISTED:
         group = [c for c in report.claims if c.status == status]
         for c in group:
             table.add_row(Text(c.status, style=_STYLE[c.status]), Text(printable(f"{c.file}:{c.id}")),
@@ -136,10 +141,22 @@ def print_report(report: DriftReport) -> None:
             intact[_short_url(c.evidence_url)] = intact.get(_short_url(c.evidence_url), 0) + 1
     for url, n in sorted(intact.items()):
         console.print(Text(printable(f"{n} claim(s) on {url}: page changed, their quote and values still there")))
+    no_page: dict[tuple[str, str], int] = {}
+    for c in report.claims:
+        if c.status == "no-page":
+            key = (_short_url(c.evidence_url), c.note or "")
+            no_page[key] = no_page.get(key, 0) + 1
+    for (url, note), n in sorted(no_page.items()):
+        where = f"on {url}" if url != "-" else "citing no page"
+        console.print(Text(printable(f"{n} claim(s) {where}: no page to compare, not at risk ({note})")), soft_wrap=True)
     if counts["unchanged"]:
         console.print(Text(f"{counts['unchanged']} claim(s) unchanged: their page is byte-for-byte the same"))
     if not report.at_risk:
-        console.print(Text("nothing at risk: every verdict's evidence still says what it said"))
+        if counts["unchecked"]:
+            console.print(Text(f"{counts['unchecked']} claim(s) not checked: the later fetch of their page failed; "
+                               "run drift again"))
+        else:
+            console.print(Text("nothing at risk: every verdict's evidence still says what it said"))
         return
     at_risk = ", ".join(f"{a['file']}:{a['id']}" for a in report.at_risk)
     console.print(Text(printable(f"at risk ({len(report.at_risk)}): {at_risk}")))

@@ -21,7 +21,8 @@ DEFAULT_MODEL = "claude-sonnet-5-5"
 """The current Sonnet (anthropic 2.14 lists it; claude-sonnet-4-6 is legacy)."""
 
 EPILOG = "\n\n".join([
-    "Live and record call the Anthropic API, which is billed, and need ANTHROPIC_API_KEY; the Learn MCP "
+    "Live and record call the Anthropic API, which is billed, and need ANTHROPIC_API_KEY (or "
+    "ANTHROPIC_AUTH_TOKEN, sent as a bearer token); the Learn MCP "
     "endpoint needs no key. Live (the default mode) keeps nothing unless you give --out FILE (the results) "
     "or --run DIR (results, no cassettes); record keeps a run folder whose cassettes replay offline, free "
     "and without a key. Replay makes no network call at all.",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import difflib
-import json
 import sys
+from collections.abc import Sequence
 
 import click
 from rich.markup import escape as rich_escape
@@ -13,8 +13,8 @@ from rich.text import Text
 
 from .._bakeoff import STAND_IN_LEARN_NOTE
 from .._errors import UsageError
-from .._io import printable
-from .._pagestore import PageRecord, PageStore, open_indexed_store
+from .._io import dump_json, printable
+from .._pagestore import NoPageAnswer, PageRecord, PageStore, open_indexed_store
 from .._render import console_for
 
 _STORE_HELP = "Page store folder (default: [tool.judge-replay] page-store, else .judge-replay/pages)."
@@ -40,26 +40,35 @@ def command() -> None:
 @click.option("--cassettes", "cassettes", metavar="DIR", help=_CASSETTES_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def history(url: str, store: str | None, cassettes: str | None, as_json: bool) -> None:
-    """List every recorded version of URL: hash, first and last seen, runs, size."""
+    """List every recorded version of URL: hash, first and last seen, runs, size. Fetches that got no
+    page (a URL refused as outside Learn, a page Learn could not retrieve, a failed fetch) are listed
+    under the versions, never as one."""
     with open_indexed_store(store, cassettes) as page_store:
-        versions = _known_versions(page_store, url)
-    notes = stand_in_notes(versions)
+        no_page = page_store.no_page_answers(url)
+        versions = page_store.versions(url) if no_page else _known_versions(page_store, url)
+    notes = stand_in_notes([*versions, *no_page])
+    shown_url = versions[0].url if versions else no_page[0].url
     if as_json:
-        click.echo(json.dumps({"url": versions[0].url, "notes": notes,
-                               "versions": [_version_json(v) for v in versions]}, indent=2, ensure_ascii=False))
+        click.echo(dump_json({"url": shown_url, "notes": notes, "versions": [_version_json(v) for v in versions],
+                              "no_page": [_no_page_json(a) for a in no_page]}), nl=False)
         return
     console = console_for()
     for note in notes:
         console.print(Text(printable(note), style="bold yellow"))
-    table = Table(title=rich_escape(printable(f"{versions[0].url}: {len(versions)} recorded version(s)")),
-                  title_justify="left")
-    for name in ("hash", "first seen", "last seen", "runs", "size"):
-        table.add_column(name, justify="right" if name == "size" else "left", overflow="fold")
-    for v in versions:
-        size = f"{v.size:,} B" if v.size is not None else "-"
-        table.add_row(v.short, Text(printable(v.first_seen)), Text(printable(v.last_seen)),
-                      Text(printable(", ".join(v.runs))), size)
-    console.print(table)
+    if versions:
+        table = Table(title=rich_escape(printable(f"{shown_url}: {len(versions)} recorded version(s)")),
+                      title_justify="left")
+        for name in ("hash", "first seen", "last seen", "runs", "size"):
+            table.add_column(name, justify="right" if name == "size" else "left", overflow="fold")
+        for v in versions:
+            table.add_row(v.short, Text(printable(v.first_seen)), Text(printable(v.last_seen)),
+                          Text(printable(", ".join(v.runs))), f"{v.size:,} B")
+        console.print(table)
+    else:
+        console.print(Text(printable(f"{shown_url}: no recorded version (no run read a page there)")))
+    for a in no_page:
+        when = a.first_seen if a.first_seen == a.last_seen else f"{a.first_seen} to {a.last_seen}"
+        console.print(Text(printable(f"{a.meaning}: {', '.join(a.runs)} ({when})")), soft_wrap=True)
 
 
 @command.command("diff", epilog=f"\b\nExample (the change between two given versions):\n"
@@ -73,11 +82,12 @@ def history(url: str, store: str | None, cassettes: str | None, as_json: bool) -
 def diff(url: str, from_hash: str | None, to_hash: str | None, store: str | None, cassettes: str | None) -> None:
     """Show a unified diff between two recorded versions of URL (default: the two latest)."""
     with open_indexed_store(store, cassettes) as page_store:
-        versions = [v for v in _known_versions(page_store, url) if v.sha256]
-        new = page_store.version(url, to_hash) if to_hash else (versions[-1] if versions else None)
-        if new is None:
-            click.echo(printable(f"{url}: no version of the page was ever retrievable; nothing to compare"))
+        if not page_store.versions(url) and page_store.no_page_answers(url):
+            click.echo(printable(f"{url}: no run read a page there (see `judge-replay pages history`); "
+                                 "nothing to compare"))
             return
+        versions = _known_versions(page_store, url)
+        new = page_store.version(url, to_hash) if to_hash else versions[-1]
         if from_hash:
             old = page_store.version(url, from_hash)
         else:
@@ -86,8 +96,8 @@ def diff(url: str, from_hash: str | None, to_hash: str | None, store: str | None
                 click.echo(printable(f"{url}: no version recorded before {new.short}; nothing to compare"))
                 return
             old = earlier[-1]
-        old_text = page_store.text(old.sha256 or "") or ""
-        new_text = page_store.text(new.sha256 or "") or ""
+        old_text = page_store.text(old.sha256) or ""
+        new_text = page_store.text(new.sha256) or ""
     lines = list(difflib.unified_diff(
         old_text.splitlines(), new_text.splitlines(), lineterm="",
         fromfile=f"{old.url} @ {old.short} (first seen {old.first_seen}; {', '.join(old.runs)})",
@@ -111,12 +121,18 @@ def _known_versions(page_store: PageStore, url: str) -> list[PageRecord]:
 
 
 def _version_json(v: PageRecord) -> dict[str, object]:
-    return {"sha256": v.sha256, "hash": v.short if v.sha256 else None, "first_seen": v.first_seen,
+    return {"sha256": v.sha256, "hash": v.short, "first_seen": v.first_seen,
             "last_seen": v.last_seen, "runs": list(v.runs), "size": v.size, "stand_in_runs": list(v.stand_in_runs)}
 
 
-def stand_in_notes(versions: list[PageRecord]) -> list[str]:
-    """The note every reader must see when some of these versions came from the local Learn stand-in."""
+def _no_page_json(a: NoPageAnswer) -> dict[str, object]:
+    return {"reason": a.reason, "meaning": a.meaning, "first_seen": a.first_seen, "last_seen": a.last_seen,
+            "runs": list(a.runs)}
+
+
+def stand_in_notes(versions: Sequence[PageRecord | NoPageAnswer]) -> list[str]:
+    """The note every reader must see when some of these versions (or answers) came from the local Learn
+    stand-in."""
     runs = list(dict.fromkeys(r for v in versions for r in v.stand_in_runs))
     return [f"{STAND_IN_LEARN_NOTE}: {', '.join(runs)}"] if runs else []
 
