@@ -107,7 +107,8 @@ class Version:
     scores: Scores
     claims: dict[ClaimKey, Claim]
     cost_usd: float | None = None
-    """USD the run was billed when it was recorded (replaying it is free); None: the model has no price."""
+    """USD of the run: its recorded usage at current prices (`_cost.run_cost`; replaying it is free); None:
+    the model has no price."""
 
     @property
     def prompt(self) -> str:

@@ -22,9 +22,12 @@ error as an HTTP error response marked not to be retried, and becomes that file'
 
 Resume: the batch ids and, per entry, a digest of its params (without `cache_control`, which never
 changes an answer) are kept in a journal beside the run folder (`.judge-replay-staging/<run>.batches.json`,
-the run's staging area) from the moment a batch is created until the run folder is written. With
-`--resume`, a request whose digest a journaled batch holds is answered from that batch (waited for if
-it is still in progress), never submitted again; only new requests are submitted.
+the run's staging area) from the moment a batch is created until the run folder is written, with what
+the run was (prompt sha256, model, claims files and their sha256) and the measured round times (the
+cache lifetime rests on them). With `--resume`, a run that is not the journaled one is refused before
+anything is submitted; a request whose digest a journaled batch holds is answered from that batch
+(waited for if it is still in progress), never submitted again; only new requests are submitted.
+`run.json`'s `batch_ids` lists the batches whose results the run read.
 
 `--max-cost` (`_cost.CostBudget`): in batch mode each round's new requests are checked before their batch
 is created (`BatchRounds._within_budget`); in direct mode each model call, in its conversation's transport
@@ -107,7 +110,14 @@ class BatchJournal:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self.batches: list[dict[str, Any]] = []
+        self.run: dict[str, Any] | None = None
+        """What the run is (prompt sha256, model, claims file -> sha256): a resume must be the same run."""
+        self.round_seconds: list[float] = []
+        """How long each round with new batches took, across resumes (`_cache_control.lifetime_for`)."""
+        self.used: set[str] = set()
+        """The batches whose results this run read."""
         self._by_digest: dict[str, list[tuple[str, str]]] = {}
+        self._lock = threading.Lock()
 
     @classmethod
     def open(cls, run_dir: str | Path | None, *, resume: bool) -> BatchJournal:
@@ -137,17 +147,46 @@ class BatchJournal:
                                  "start over")
             for batch in batches:
                 journal._index(batch)
+            run, rounds = data.get("run"), data.get("round_seconds") or []
+            journal.run = run if isinstance(run, dict) else None
+            journal.round_seconds = [float(r) for r in rounds if isinstance(r, (int, float))] \
+                if isinstance(rounds, list) else []
         return journal
+
+    def for_run(self, prompt_sha256: str, model: str, claims: dict[str, str]) -> None:
+        """Bind the journal to the run about to start; a resumed journal written for another prompt, model
+        or claims set is refused (UsageError) before anything is submitted."""
+        run = {"prompt_sha256": prompt_sha256, "model": model, "claims": dict(sorted(claims.items()))}
+        if self.run is not None and self.run != run:
+            assert self.path is not None
+            what = [name for name, key in (("prompt", "prompt_sha256"), ("model", "model"),
+                                                   ("set of claims files", "claims"))
+                    if self.run.get(key) != run[key]]
+            raise UsageError(f"{display_path(self.path)}: the interrupted batch run had another "
+                             f"{' and '.join(what)}; resume it with the same --prompt, --model and --claims "
+                             "(its batches are paid for), or delete that file to start over")
+        self.run = run
 
     @property
     def ids(self) -> list[str]:
-        return [str(b["id"]) for b in self.batches]
+        """The batches whose results the run read, in the order they were submitted."""
+        return [str(b["id"]) for b in self.batches if b["id"] in self.used]
 
     def add(self, batch_id: str, requests: dict[str, str]) -> None:
         self._index({"id": batch_id, "requests": requests})
+        self._save()
+
+    def measured(self, seconds: float) -> None:
+        """A round with new batches took `seconds`."""
+        self.round_seconds.append(seconds)
+        self._save()
+
+    def _save(self) -> None:
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.path, json.dumps({"version": 1, "batches": self.batches}, indent=1) + "\n")
+            data = {"version": 1, "run": self.run, "round_seconds": self.round_seconds, "batches": self.batches}
+            with self._lock:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(self.path, json.dumps(data, indent=1) + "\n")
 
     def holders(self, digest: str) -> list[tuple[str, str]]:
         """(batch id, custom_id) of every journaled entry with this request digest, newest first."""
@@ -204,7 +243,7 @@ class BatchRounds:
         self._error: BaseException | None = None
         self._results: dict[str, dict[str, dict[str, Any]]] = {}
         """Batch id -> custom_id -> result, for every batch whose results were read."""
-        self.round_seconds: list[float] = []
+        self.round_seconds = journal.round_seconds
         self.rounds = 0
         self.stand_in = False
         self._thread = threading.Thread(target=self._run, name="batch rounds", daemon=True)
@@ -297,8 +336,9 @@ class BatchRounds:
         batches = {**from_journal, **submitted}
         for batch_id in batches:
             self._wait_for(batch_id, len(batches[batch_id]))
+            self.journal.used.add(batch_id)
         if submitted:
-            self.round_seconds.append(time.monotonic() - started)
+            self.journal.measured(time.monotonic() - started)
         for batch_id, ws in batches.items():
             results = self._results[batch_id]
             for w in ws:
@@ -613,7 +653,7 @@ class ModelRoute:
         """The cache lifetime for the next request (None: no breakpoints)."""
         if not self.cache:
             return None
-        return lifetime_for(self.rounds.round_seconds if self.rounds else [])
+        return lifetime_for(self.batch.journal.round_seconds if self.batch else [])
 
     def http_client(self, claims_file: str, event_hooks: dict[str, list[Any]]) -> httpx2.Client:
         """The HTTP client of this conversation's anthropic client: the SDK's own, or in batch mode one
@@ -633,6 +673,20 @@ class ModelRoute:
             return
         with self.rounds.member():
             yield
+
+    def for_run(self, prompt_sha256: str, model: str, claims: dict[str, str]) -> None:
+        """The run about to start (claims file -> sha256 of the files to judge): in batch mode, a `--resume`
+        of another run is refused (UsageError) before anything is submitted."""
+        if self.batch is not None:
+            self.batch.journal.for_run(prompt_sha256, model, claims)
+
+    def command_choices(self) -> dict[str, Any]:
+        """How this run pays for its model calls, as `_commands.judge_command` arguments (`resume` while
+        its journal holds submitted batches: a command run after this one pays for none of them again)."""
+        journal = self.batch.journal if self.batch else None
+        return {"batch": self.batch is not None, "no_cache": not self.cache,
+                "max_cost": self.budget.limit_usd if self.budget else None,
+                "resume": journal is not None and journal.path is not None and journal.path.is_file()}
 
     def stop(self) -> None:
         """Ctrl-C: conversations waiting for a round stop at once (their batches stay journaled)."""

@@ -43,8 +43,14 @@ def judge_command(
     anthropic_base_url: str | None = None,
     pages_from: str | None = None,
     retry_failed: bool = False,
+    batch: bool = False,
+    resume: bool = False,
+    no_cache: bool = False,
+    max_cost: float | None = None,
 ) -> str:
-    """A `judge-replay judge` command line, shell-quoted; endpoints as given (the default Learn URL left out)."""
+    """A `judge-replay judge` command line, shell-quoted; endpoints as given (the default Learn URL left out).
+    `batch`, `resume`, `no_cache` and `max_cost` keep how the run was paid for (`--batch --resume`: the
+    batches already submitted are not paid for again)."""
     args = ["judge-replay", "judge", "--prompt", prompt, "--claims", *claims, "--run", run or "DIR", "--mode", mode]
     if model:
         args += ["--model", model]
@@ -56,25 +62,40 @@ def judge_command(
         args += ["--pages-from", pages_from]
     if retry_failed:
         args += ["--retry-failed"]
+    if batch:
+        args += ["--batch"]
+    if batch and resume:
+        args += ["--resume"]
+    if no_cache:
+        args += ["--no-cache"]
+    if max_cost is not None:
+        args += ["--max-cost", f"{max_cost:g}"]
     return shlex.join(args)
 
 
 def rerecord_command(manifest: RunManifest, claims: Sequence[str], run: str, *, pages_from: str | None = None) -> str:
     """The command that records `claims` into `run` the way `manifest`'s run was recorded (same prompt, model
-    and endpoints, stand-in URLs included), optionally page-pinned to another run."""
+    and endpoints, stand-in URLs included, and `--batch`, `--no-cache`, `--max-cost`), optionally
+    page-pinned to another run."""
     return judge_command(
         prompt=manifest.prompt, claims=claims, run=run, model=manifest.model, learn_url=manifest.learn_url,
         anthropic_base_url=manifest.anthropic_base_url, pages_from=pages_from or manifest.pages_from,
+        batch=manifest.batch_ids is not None, no_cache=manifest.cache is False, max_cost=manifest.max_cost_usd,
     )
 
 
 def retry_failed_command(manifest: RunManifest, run: str, *, learn_url: str | None = None,
-                         anthropic_base_url: str | None = None) -> str:
+                         anthropic_base_url: str | None = None, batch: bool | None = None,
+                         no_cache: bool | None = None, max_cost: float | None = None) -> str:
     """The command that records again only the claims files of `run` that have a claim without a verdict,
     keeping the others as recorded (`--retry-failed`: the run is never replaced by a part of itself).
-    Endpoints default to the manifest's; pass the live ones where they are known."""
+    Endpoints, `batch`, `no_cache` and `max_cost` default to the manifest's; pass the live choices where
+    they are known."""
     return judge_command(
         prompt=manifest.prompt, claims=[entry.path for entry in manifest.claims], run=run, model=manifest.model,
         learn_url=learn_url or manifest.learn_url, anthropic_base_url=anthropic_base_url or manifest.anthropic_base_url,
         pages_from=manifest.pages_from, retry_failed=True,
+        batch=manifest.batch_ids is not None if batch is None else batch,
+        no_cache=manifest.cache is False if no_cache is None else no_cache,
+        max_cost=manifest.max_cost_usd if max_cost is None else max_cost,
     )

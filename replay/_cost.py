@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -84,16 +84,20 @@ def price_for(model: str, prices: Mapping[str, Price] = PRICES) -> Price | None:
 
 def cost_usd(model: str, usage: TokenUsage, *, batch: bool = False,
              prices: Mapping[str, Price] = PRICES) -> float | None:
-    """USD billed for `usage` on `model` (None when the model has no price)."""
+    """USD billed for `usage` on `model` (None when the model has no price, or the figure is too large
+    for a number: never NaN or infinity, which JSON cannot hold)."""
     price = price_for(model, prices)
     if price is None:
         return None
     write_1h = min(usage.cache_write_1h_tokens, usage.cache_creation_input_tokens)
     write_5m = usage.cache_creation_input_tokens - write_1h
-    total = (usage.input_tokens * price.input + usage.output_tokens * price.output
-             + write_5m * price.cache_write_5m + write_1h * price.cache_write_1h
-             + usage.cache_read_input_tokens * price.cache_read) / 1_000_000
-    return round(total * (BATCH_DISCOUNT if batch else 1.0), 6)
+    try:
+        total = (usage.input_tokens * price.input + usage.output_tokens * price.output
+                 + write_5m * price.cache_write_5m + write_1h * price.cache_write_1h
+                 + usage.cache_read_input_tokens * price.cache_read) / 1_000_000
+    except OverflowError:  # a token count too large for a float
+        return None
+    return round(total * (BATCH_DISCOUNT if batch else 1.0), 6) if math.isfinite(total) else None
 
 
 def price_table(overrides: Mapping[str, Any] | None) -> dict[str, Price]:
@@ -110,8 +114,8 @@ def price_table(overrides: Mapping[str, Any] | None) -> dict[str, Price]:
             raise ValueError(f"prices.{model} has unknown keys {unknown}; known: {sorted(known)}")
         values: dict[str, float] = {}
         for key, value in entry.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-                raise ValueError(f"prices.{model}.{key} must be a number >= 0, not {value!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise ValueError(f"prices.{model}.{key} must be a finite number >= 0, not {value!r}")
             values[key] = float(value)
         if "input" not in values or "output" not in values:
             raise ValueError(f"prices.{model} needs at least input and output")
@@ -145,39 +149,45 @@ def total_usd(values: Iterable[float | None]) -> float | None:
 
 
 def file_cost(file: FileResult, model: str | None, *, batch: bool, prices: Mapping[str, Price] = PRICES) -> float | None:
-    """USD one conversation was billed: its `cost_usd` as recorded, else (a file written before costs were
-    kept, or a model that had no price then) computed from its usage."""
-    if file.cost_usd is not None:
-        return file.cost_usd
+    """USD one conversation costs: its recorded usage priced with `prices` (the current table, overrides
+    applied). A stored `cost_usd` is only what it was priced at when recorded, and is not read here.
+    `batch`: the run's calls went through Message Batches, for a file that does not say (`FileResult.batch`)."""
+    batch = batch if file.batch is None else file.batch
     return cost_usd(model, tokens_of(file.usage), batch=batch, prices=prices) if model else None
 
 
 def results_cost(results: ResultsFile, *, batch: bool,
                  prices: Mapping[str, Price] = PRICES) -> tuple[float | None, dict[str, float | None]]:
-    """(USD of the whole run, USD per claims file): as recorded, or computed from the usage of a file
-    written before costs were kept. `batch`: the run went through Message Batches (half price)."""
+    """(USD of the whole run, USD per claims file), priced from the recorded usage with `prices`: the one
+    rule every command follows. `batch`: the run went through Message Batches (half price)."""
     per_file = {f.file: file_cost(f, results.model, batch=batch, prices=prices) for f in results.files}
     return total_usd(per_file.values()), per_file
 
 
 def run_cost(results: ResultsFile, manifest: RunManifest | None = None,
              prices: Mapping[str, Price] = PRICES) -> float | None:
-    """USD a run (or a results file) was billed: with the batch discount when its run used batches."""
+    """USD a run (or a results file) costs, priced now from its recorded usage (`results_cost`), with the
+    batch discount when its run used batches."""
     batch = manifest is not None and manifest.batch_ids is not None
     return results_cost(results, batch=batch, prices=prices)[0]
 
 
-def cost_line(value: float | None, *, batch: bool = False) -> str:
-    """`cost: $0.0123 (Message Batches, half price)`, as grade and judge print it."""
-    how = " (Message Batches, half price)" if batch else ""
-    unknown = " (the model has no price: add it under [tool.judge-replay.prices])" if value is None else ""
-    return f"cost: {format_usd(value)}{how}{unknown}"
+UNKNOWN_COST = "unknown: the model has no price (add it under [tool.judge-replay.prices] in pyproject.toml)"
+
+
+def cost_line(value: float | None, *, batch: bool = False, notes: Sequence[str] = ()) -> str:
+    """`cost: $0.0123 (Message Batches, half price; <notes>)`, as grade and judge print it. An unknown cost
+    says why and how to give the model a price instead (a discount or note of an unknown figure says nothing)."""
+    if value is None:
+        return f"cost: {UNKNOWN_COST}"
+    said = (["Message Batches, half price"] if batch else []) + list(notes)
+    return f"cost: {format_usd(value)}" + (f" ({'; '.join(said)})" if said else "")
 
 
 def with_costs(results: ResultsFile, *, batch: bool, prices: Mapping[str, Price] = PRICES) -> ResultsFile:
-    """The results with `cost_usd` set per file and in total, priced now from their usage."""
-    files = [f.model_copy(update={"cost_usd": cost_usd(results.model, tokens_of(f.usage), batch=batch, prices=prices)
-                                  if results.model else None}) for f in results.files]
+    """The results with `cost_usd` set per file and in total, priced now from their usage (`file_cost`)."""
+    files = [f.model_copy(update={"cost_usd": file_cost(f, results.model, batch=batch, prices=prices)})
+             for f in results.files]
     return results.model_copy(update={"files": files, "cost_usd": total_usd(f.cost_usd for f in files)})
 
 

@@ -149,9 +149,12 @@ class FileResult(_Open):
     warnings: list[str] | None = None
     """Ours: what the judge's answer held that was ignored (unknown claim ids, repeated verdicts)."""
     cost_usd: float | None = None
-    """Ours: USD the conversation was billed, from `usage` and the price table (`replay._cost`); None when
-    the model has no price (shown as "unknown") or, in a file written before costs were kept, computed
-    when read (`_cost.results_cost`)."""
+    """Ours: USD the conversation was priced at when written, from `usage` and the price table
+    (`replay._cost`); None when the model had no price. Commands show the usage priced with the current
+    table (`_cost.results_cost`), not this figure."""
+    batch: bool | None = None
+    """Ours: whether the conversation's model calls went through Message Batches (half price); None in a
+    file written before it was kept (then the run's `batch_ids` says)."""
 
 
 class ResultsFile(_Open):
@@ -237,6 +240,10 @@ class RunManifest(BaseModel):
     frozen: bool = False
     batch_ids: list[str] | None = None
     """The Message Batches the model requests went through (`judge --batch`); None: direct calls."""
+    cache: bool | None = None
+    """Whether the model requests carried prompt-caching breakpoints (False: `--no-cache`; None: not kept)."""
+    max_cost_usd: float | None = None
+    """The run's `--max-cost` (None: no limit): the re-record commands we print keep it."""
     cost_usd: float | None = None
     """USD the run was billed: the price table (`replay._cost`, `[tool.judge-replay.prices]`) applied to the
     recorded usage, with the batch discount when `batch_ids` is set; None when the model has no price."""

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import html
-from typing import Any
-
 from ._bakeoff import Bakeoff, FlipLine, GateReport, Version
 from ._cost import format_usd
-from ._io import display_path, printable
+from ._io import display_path
 from ._render import gate_lines, ratio_text
-from ._report_flips import PAGE_CSS, anchor, flip_article, prompt_items
+from ._report_flips import PAGE_CSS, anchor, flip_article, html_text, prompt_items
 
 CHART_WIDTH, CHART_HEIGHT = 640, 340
 _LEFT, _RIGHT, _TOP, _BOTTOM = 56, 150, 16, 44
@@ -28,9 +25,7 @@ svg.chart .axis{stroke:#8c959f}svg.chart .grid{stroke:#eaeef2}
 """
 
 
-def _e(value: Any) -> str:
-    """A data string for HTML: terminal controls made visible and secrets redacted (`printable`), escaped."""
-    return html.escape(printable("" if value is None else str(value)), quote=True)
+_e = html_text
 
 
 def _role(i: int) -> str:

@@ -282,8 +282,13 @@ pre.cmd{background:var(--bg);padding:10px;border-radius:6px;white-space:pre-wrap
 """
 
 
-def _e(text: Any) -> str:
-    return html.escape("" if text is None else str(text), quote=True)
+def html_text(value: Any) -> str:
+    """A data string for HTML, in every HTML report: terminal controls made visible and secrets redacted
+    (`printable`, on the whole string), then HTML-escaped."""
+    return html.escape(printable("" if value is None else str(value)), quote=True)
+
+
+_e = html_text
 
 
 def _badge(verdict: str | None) -> str:
@@ -306,7 +311,8 @@ def _diff_table(unified: str) -> str:
             continue
         old, new = _e(r.old or ""), _e(r.new or "")
         if r.kind == "change":
-            pa, pb = word_diff(r.old or "", r.new or "")
+            # printable on whole lines first: a secret split across diff words is still redacted
+            pa, pb = word_diff(printable(r.old or ""), printable(r.new or ""))
             old = "".join(f"<del>{_e(t)}</del>" if ch else _e(t) for t, ch in pa)
             new = "".join(f"<ins>{_e(t)}</ins>" if ch else _e(t) for t, ch in pb)
         cls_old = "del" if r.kind in ("change", "delete") else ""

@@ -154,10 +154,17 @@ def run_judge(
         kept = (_kept_from(Run(run_dir), prompt, model, batches, learn_url, anthropic_base_url)
                 if retry_failed and run_dir is not None else {})
         to_judge = [(p, b) for p, b in batches if b.file not in kept]
-        rerecord = judge_command(prompt=prompt.name, claims=[portable_path(p) for p, _ in batches],
+        if route is not None:
+            route.for_run(prompt.sha256, model, {b.file: _sha256_file(p) for p, b in to_judge})
+
+        def rerecord_command() -> str:  # with the run's --batch (--resume while its journal holds batches) etc.
+            return judge_command(prompt=prompt.name, claims=[portable_path(p) for p, _ in batches],
                                  run=str(run_dir) if run_dir is not None else None, model=model, learn_url=learn_url,
                                  anthropic_base_url=anthropic_base_url,
-                                 pages_from=str(pages_from) if pages_from is not None else None)
+                                 pages_from=str(pages_from) if pages_from is not None else None,
+                                 **(route.command_choices() if route else {}))
+
+        rerecord = rerecord_command()
         recorder: _Recorder
         if mode == "live" and pages_run is None:
             recorder = _LiveHttp()
@@ -179,12 +186,16 @@ def run_judge(
         finally:
             _close(sessions)  # after the recorder let go: ending a session is never recorded
         by_file = {f.file: f for f in judged}
-        files = [kept[b.file][0] if b.file in kept else by_file[b.file] for _, b in batches]
-        _refuse_all_failed(judged, rerecord)
+        batched = route is not None and route.batch is not None
+        previous_batch_ids = Run(run_dir).manifest.batch_ids if kept and run_dir is not None else None
+        files = [_priced_as(kept[b.file][0], previous_batch_ids is not None) if b.file in kept
+                 else _priced_as(by_file[b.file], batched) for _, b in batches]
+        resumable = route is not None and route.command_choices()["resume"]
+        _refuse_all_failed(judged, rerecord_command(), resumable=resumable)
         recorded_at = _recorded_at()
         results = ResultsFile(prompt=prompt.name, prompt_sha256=prompt.sha256, model=model,
                               recorded_at=recorded_at, files=files, frozen=frozen, stand_ins=sorted(stand_ins))
-        results = with_costs(results, batch=route is not None and route.batch is not None, prices=prices)
+        results = with_costs(results, batch=batched, prices=prices)
         if writer is not None:
             stats = _stats(recorder, judged, counted_by_recorder=not isinstance(recorder, _LiveHttp))
             stats.learn_retries = sum(learn.retries for learn in sessions)
@@ -206,7 +217,9 @@ def run_judge(
                 claims=[_claims_entry(p, b) for p, b in batches],
                 stats=stats,
                 frozen=frozen,
-                batch_ids=route.batch_ids if route else None,
+                batch_ids=_run_batch_ids(previous_batch_ids, route.batch_ids if route else None),
+                cache=route.cache if route else False,
+                max_cost_usd=route.budget.limit_usd if route and route.budget else None,
                 cost_usd=results.cost_usd,
             )
             for entry, priced in zip(manifest.claims, results.files, strict=True):
@@ -221,6 +234,18 @@ def run_judge(
     if writer is not None and mode == "record":
         _index_pages(Run(writer.run))
     return results
+
+
+def _priced_as(result: FileResult, batch: bool) -> FileResult:
+    """A claims file's result saying whether its model calls went through batches (kept if it says)."""
+    return result if result.batch is not None else result.model_copy(update={"batch": batch})
+
+
+def _run_batch_ids(kept: list[str] | None, new: list[str] | None) -> list[str] | None:
+    """The batches a run's files used: those of the files kept by --retry-failed, then the new ones."""
+    if kept is None and new is None:
+        return None
+    return [*(kept or []), *(i for i in new or [] if i not in (kept or []))]
 
 
 def stored_endpoint(url: str, default_port: int) -> str:
@@ -248,15 +273,17 @@ def _remember_secrets(api_key: str | None, *urls: str | None) -> None:
         _secrets.remember_url(url)
 
 
-def _refuse_all_failed(judged: list[FileResult], rerecord: str) -> None:
+def _refuse_all_failed(judged: list[FileResult], rerecord: str, *, resumable: bool = False) -> None:
     """A recording where no claim got a verdict (every file failed, as a whole or claim by claim) is not
-    a run: RecordingFailed, nothing written."""
+    a run: RecordingFailed, nothing written (`resumable`: the batches it submitted are journaled)."""
     if judged and not any(r.judge_verdict is not None for f in judged for r in f.results):
         reasons = sorted({f.error or next((r.error for r in f.results if r.error), "") or NO_VERDICT for f in judged})
         raise RecordingFailed(
             f"every conversation failed ({len(judged)} of {len(judged)} claims files), so no run was written: "
             + "; ".join(_secrets.redact(r) for r in reasons[:3])
             + ("; ..." if len(reasons) > 3 else "")
+            + ("\n  the batches submitted so far are kept: --batch --resume answers from them, nothing is paid twice"
+               if resumable else "")
             + f"\n  to try again: {rerecord}"
         )
 
@@ -345,7 +372,8 @@ def _replay(
     m = run.manifest
     rerecord = judge_command(prompt=prompt.name, claims=[portable_path(p) for p, _ in batches], run=str(run.path),
                              model=m.model, learn_url=m.learn_url, anthropic_base_url=m.anthropic_base_url,
-                             pages_from=m.pages_from)
+                             pages_from=m.pages_from, batch=m.batch_ids is not None, no_cache=m.cache is False,
+                             max_cost=m.max_cost_usd)
     if m.frozen:
         rerecord += " --force"
     sessions: list[LearnClient] = []
@@ -358,6 +386,8 @@ def _replay(
             )
     finally:
         _close(sessions)
+    batched = {f.file: f.batch for f in run.results.files}  # priced per file as it was billed
+    files = [f.model_copy(update={"batch": batched.get(f.file)}) for f in files]
     replayed = ResultsFile(prompt=m.prompt, prompt_sha256=prompt.sha256, model=m.model, recorded_at=m.recorded_at,
                            files=files, stand_ins=list(m.stand_ins))
     return with_costs(replayed, batch=m.batch_ids is not None, prices=project_prices())  # as the recording was billed

@@ -92,3 +92,44 @@ def test_the_bakeoff_page_renders_the_chart_and_every_flip_in_chromium(priced: P
     done = headless(f"--screenshot={shot}", "--window-size=1280,1600", (priced / "bakeoff.html").as_uri(), cwd=priced)
     assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+def test_a_price_override_reprices_the_cost_column_and_the_results_written(priced: Path, capsys: Any) -> None:
+    # stored figures are what the runs were priced at when recorded; the column prices the recorded usage with
+    # the current table: Sonnet 5.5 at $4 input makes v2 100,000 x $4 = $0.40 and v3 400,000 x $4 / 2 = $0.80
+    for run in ("v2-demo", "v3-demo"):
+        for name in ("results.json", "run.json"):
+            stored = json.loads((priced / "cassettes" / run / name).read_text())
+            stored["cost_usd"] = 9.99
+            for entry in stored.get("files", []) + stored.get("claims", []):
+                entry["cost_usd"] = 9.99
+            (priced / "cassettes" / run / name).write_text(json.dumps(stored))
+    with (priced / "pyproject.toml").open("a") as settings:
+        settings.write('\n[tool.judge-replay.prices]\nclaude-sonnet-5-5 = {input = 4, output = 20}\n')
+    assert main(["bakeoff", "--no-replay", "--json"]) == 0
+    base, cand = json.loads(capsys.readouterr().out)["versions"]
+    assert (base["cost_usd"], cand["cost_usd"]) == (pytest.approx(0.4), pytest.approx(0.8))
+    assert main(["bakeoff", "--no-replay"]) == 0
+    out = capsys.readouterr().out
+    assert "$0.4000" in out and "$0.8000 (batch)" in out and "$9.99" not in out
+    assert "recorded token usage priced with the" in out and "[tool.judge-replay.prices] applied" in out
+    written = json.loads((priced / "judge-bakeoff-results-v3.json").read_text())
+    assert written["cost_usd"] == pytest.approx(0.8)
+
+
+def test_flip_details_on_the_bakeoff_page_show_controls_and_redact_secrets(priced: Path, capsys: Any) -> None:
+    # the flip report's part of the page escapes data as the rest does: terminal and bidi controls made
+    # visible (printable), secrets the user gave us redacted, then HTML-escaped
+    from replay import _secrets
+
+    secret = "sk-ant-api03-flipsecret0123456789"
+    _secrets.remember(secret)
+    results = json.loads((priced / "cassettes" / "v3-demo" / "results.json").read_text())
+    for claim in results["files"][0]["results"]:
+        claim["reason"] = f"RLO\u202eevil ESC\x1b[31mred key {secret} <i>x</i>"
+    (priced / "cassettes" / "v3-demo" / "results.json").write_text(json.dumps(results))
+    assert main(["bakeoff", "--no-replay", "--format", "html", "--out", "bakeoff.html"]) == 0
+    page = (priced / "bakeoff.html").read_text()
+    assert "<article id=" in page and "RLO\\u202eevil" in page and "ESC\\x1b[31mred" in page
+    assert "\u202e" not in page and "\x1b" not in page and secret not in page
+    assert "&lt;i&gt;x&lt;/i&gt;" in page and "<i>x</i>" not in page

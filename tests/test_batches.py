@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -86,6 +87,13 @@ def test_a_batch_recording_gives_the_direct_verdicts_and_replays_with_no_batch(
     assert not journal_path(workdir / "batch").exists()
     breakpoints = [json.dumps(b).count('"cache_control"') for b in model_bodies(workdir / "batch")]
     assert breakpoints and all(1 <= n <= 4 for n in breakpoints)
+    # no round measured yet: the first round writes for 5 minutes (cheaper unless most first rounds outlast
+    # it); later rounds, measured in well under two minutes, write for 5 minutes too
+    first_turns = [b for b in model_bodies(workdir / "batch") if len(b["messages"]) == 1]
+    later_turns = [b for b in model_bodies(workdir / "batch") if len(b["messages"]) > 1]
+    five_minutes = {"type": "ephemeral"}
+    assert first_turns and all(b["tools"][-1]["cache_control"] == five_minutes for b in first_turns)
+    assert later_turns and all(b["tools"][-1]["cache_control"] == five_minutes for b in later_turns)
 
     # offline: the stand-ins are gone, the run replays from its cassettes alone
     capsys.readouterr()
@@ -150,15 +158,22 @@ def test_an_interrupted_batch_run_resumes_without_submitting_anything_twice(
             time.sleep(0.05)
         proc.send_signal(stop)
         _, err = proc.communicate(timeout=60)
+        resume = [*args, "--resume"]
         if stop == signal.SIGINT:
             assert proc.returncode == 130 and "Traceback" not in err.decode(), err.decode()
+            # Ctrl-C says how to go on without paying again, and the command it prints does exactly that
+            said = err.decode().splitlines()
+            at = next(i for i, line in enumerate(said) if "without paying for them again (--batch --resume)" in line)
+            printed = shlex.split(said[at + 1])
+            assert printed[:2] == ["judge-replay", "judge"] and "--batch" in printed and "--resume" in printed
+            resume = [*printed[1:], "--no-progress"]
         else:
             assert proc.returncode == -signal.SIGKILL
         first_round = list(model.app.batches.log)
         assert not (workdir / "batch" / "run.json").exists()  # nothing written by the interrupted run
         assert journal.is_file()
 
-        assert main([*args, "--resume"]) == 0, capsys.readouterr().err
+        assert main(resume) == 0, capsys.readouterr().err
         log = list(model.app.batches.log)
 
     submitted = Counter((s.custom_id, s.params_sha256) for s in log)
@@ -169,3 +184,45 @@ def test_an_interrupted_batch_run_resumes_without_submitting_anything_twice(
     assert manifest["batch_ids"][0] == first_round[0].batch_id  # the interrupted run's batch is the run's first
     assert not journal.exists()
     assert main(["cassettes", "verify", "batch"]) == 0, capsys.readouterr().out
+
+
+def test_a_resume_of_another_run_is_refused_and_unused_batches_are_not_the_runs(
+        workdir: Path, learn: Any, capsys: Any) -> None:
+    with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.05)) as model:
+        # a run stopped by --max-cost after its first round keeps its journal: what the run is, its round times
+        assert judge(learn, model, "batch", "--batch", "--max-cost", "0.26") == 1
+        capsys.readouterr()
+        journal = journal_path(workdir / "batch")
+        kept = json.loads(journal.read_text("utf-8"))
+        assert kept["run"]["model"] and len(kept["run"]["claims"]) == len(list(CLAIMS.glob("*.json")))
+        assert len(kept["round_seconds"]) == 1
+        submitted = len(model.app.batches.log)
+
+        # another prompt, or another claims set: refused before anything is submitted, the journal kept
+        assert judge(learn, model, "batch", "--batch", "--resume", "--prompt", "v2") == 2
+        assert "another prompt" in capsys.readouterr().err
+        one_file = str(next(iter(sorted(CLAIMS.glob("*.json")))))
+        assert main(["judge", "--prompt", "v3", "--claims", one_file, "--run", "batch", "--mode", "record",
+                     "--learn-url", learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch",
+                     "--resume"]) == 2
+        assert "another set of claims files" in capsys.readouterr().err
+        assert len(model.app.batches.log) == submitted and journal.is_file()
+
+        # a journaled batch the run never reads is not one of the run's batches
+        kept["batches"].append({"id": "msgbatch_never_read", "requests": {"x-t1": "0" * 64}})
+        journal.write_text(json.dumps(kept), "utf-8")
+        assert judge(learn, model, "batch", "--batch", "--resume") == 0, capsys.readouterr().err
+        log = list(model.app.batches.log)
+    manifest = Run(workdir / "batch").manifest
+    assert manifest.batch_ids == list(dict.fromkeys(s.batch_id for s in log))
+    assert "msgbatch_never_read" not in manifest.batch_ids
+
+
+def test_the_cache_lifetime_of_a_resumed_run_rests_on_the_round_times_it_measured(workdir: Path) -> None:
+    assert ModelRoute.batched(workdir / "fresh", resume=False).lifetime() == "5m"  # no round measured yet
+    assert ModelRoute(cache=True).lifetime() == "5m"  # direct calls are seconds apart
+    journal = journal_path(workdir / "batch")
+    journal.parent.mkdir()
+    for rounds, lifetime in (([30.0], "5m"), ([700.0], "1h"), ([2000.0], None)):
+        journal.write_text(json.dumps({"version": 1, "round_seconds": rounds, "batches": []}), "utf-8")
+        assert ModelRoute.batched(workdir / "batch", resume=True).lifetime() == lifetime

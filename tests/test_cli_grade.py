@@ -214,7 +214,7 @@ def test_grade_shows_each_runs_cost_in_every_format(project, capsys):
     assert out["cost_usd"] == pytest.approx(1.5) and out["baseline"]["cost_usd"] is None
     assert main(["grade", "runs/v3", "--gold", "gold.json", "--baseline", "runs/v2"]) == 0
     text = capsys.readouterr().out
-    assert "cost: $1.5000 (Message Batches, half price)" in text and "cost: unknown (the model has no price" in text
+    assert "cost: $1.5000 (Message Batches, half price)" in text and "cost: unknown: the model has no price (add it" in text
     assert main(["grade", "runs/v3", "--gold", "gold.json", "--markdown"]) == 0
     assert "cost: $1.5000 (Message Batches, half price)" in capsys.readouterr().out
 
@@ -225,5 +225,36 @@ def test_grade_shows_each_runs_cost_in_every_format(project, capsys):
     (project / "pyproject.toml").write_text('[tool.judge-replay.prices]\nmy-own-model = {input = -1, output = 1}\n')
     assert main(["grade", "runs/v2", "--gold", "gold.json", "--json"]) == 2
     err = capsys.readouterr().err
-    assert "pyproject.toml: [tool.judge-replay] prices.my-own-model.input must be a number >= 0" in err
+    assert "pyproject.toml: [tool.judge-replay] prices.my-own-model.input must be a finite number >= 0" in err
     assert len(err.strip().splitlines()) == 1
+    # TOML has inf and nan: neither is a price (a cost of NaN would be invalid JSON)
+    for bad in ("inf", "nan", "-inf"):
+        (project / "pyproject.toml").write_text(f'[tool.judge-replay.prices]\nmy-own-model = {{input = 1, output = {bad}}}\n')
+        assert main(["grade", "runs/v2", "--gold", "gold.json", "--json"]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and "NaN" not in captured.err and "Traceback" not in captured.err
+        assert captured.err.strip().splitlines() == [
+            f"judge-replay: pyproject.toml: [tool.judge-replay] prices.my-own-model.output must be a finite number >= 0, "
+            f"not {float(bad)!r}"]
+
+
+def test_a_price_override_reprices_every_command_alike(project, capsys):
+    # v3 was recorded at $3.00 (1,000,000 input at $2 + 100,000 output at $10, both stored); an override of
+    # $1 input and $4 output makes it $1.40 in grade and cassettes list alike: recorded usage, current table
+    _with_usage(project / "runs" / "v3", "claude-sonnet-5-5", {"input_tokens": 1_000_000, "output_tokens": 100_000})
+    for name in ("results.json", "run.json"):
+        stored = json.loads((project / "runs" / "v3" / name).read_text())
+        stored["cost_usd"] = 3.0
+        for entry in stored.get("files", []) + stored.get("claims", []):
+            entry["cost_usd"] = 3.0
+        (project / "runs" / "v3" / name).write_text(json.dumps(stored))
+    assert main(["grade", "runs/v3", "--gold", "gold.json", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cost_usd"] == pytest.approx(3.0)
+    (project / "pyproject.toml").write_text('[tool.judge-replay.prices]\nclaude-sonnet-5-5 = {input = 1, output = 4}\n')
+    assert main(["grade", "runs/v3", "--gold", "gold.json", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cost_usd"] == pytest.approx(1.4)
+    assert main(["grade", "runs/v3", "--gold", "gold.json"]) == 0
+    assert "cost: $1.4000" in capsys.readouterr().out
+    assert main(["cassettes", "list", "runs", "--json"]) == 0
+    costs = {r["run"]: r["cost_usd"] for r in json.loads(capsys.readouterr().out)}
+    assert costs["v3"] == pytest.approx(1.4)

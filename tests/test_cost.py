@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -42,9 +43,19 @@ def test_overrides_add_models_and_reject_nonsense() -> None:
     assert table["my-model"].cache_read == pytest.approx(0.1)
     assert table["my-model"].cache_write_1h == pytest.approx(2)
     assert cost_usd("my-model", TokenUsage(output_tokens=1_000_000), prices=table) == pytest.approx(4)
-    for bad in ({"input": -1, "output": 1}, {"input": "2", "output": 1}, {"output": 1}, {"input": 1, "output": 1, "x": 2}):
+    for bad in ({"input": -1, "output": 1}, {"input": "2", "output": 1}, {"output": 1}, {"input": 1, "output": 1, "x": 2},
+                {"input": math.inf, "output": 1}, {"input": 1, "output": math.nan}, {"input": 1, "output": 1, "cache_read": -math.inf}):
         with pytest.raises(ValueError):
             price_table({"m": bad})
+
+
+def test_no_cost_is_ever_nan_or_infinite() -> None:
+    # the largest finite price times a huge token count overflows a float: no figure rather than inf
+    table = price_table({"m": {"input": 1e308, "output": 1}})
+    assert cost_usd("m", TokenUsage(input_tokens=10**9), prices=table) is None
+    assert cost_usd("m", TokenUsage(input_tokens=10**400), prices=table) is None  # too large for a float at all
+    priced = with_costs(_results("m", [{"input_tokens": 10**9}]), batch=False, prices=table)
+    assert priced.cost_usd is None and "NaN" not in priced.model_dump_json() and "Infinity" not in priced.model_dump_json()
 
 
 def _results(model: str, usages: list[dict[str, int] | None], **extra: object) -> ResultsFile:
@@ -52,7 +63,7 @@ def _results(model: str, usages: list[dict[str, int] | None], **extra: object) -
         {"file": f"f{i}.md", "results": [], "usage": u} for i, u in enumerate(usages)]})
 
 
-def test_a_results_file_without_costs_gets_them_from_its_usage_and_keeps_recorded_ones() -> None:
+def test_costs_are_priced_from_the_usage_with_the_current_table() -> None:
     # Sonnet 5.5: 100,000 input at $2 = $0.20; 10,000 output at $10 = $0.10; a file with no usage costs 0
     old = _results("claude-sonnet-5-5", [{"input_tokens": 100_000}, {"output_tokens": 10_000}, None])
     total, per_file = results_cost(old, batch=False)
@@ -61,10 +72,12 @@ def test_a_results_file_without_costs_gets_them_from_its_usage_and_keeps_recorde
     assert results_cost(old, batch=True)[0] == pytest.approx(0.15)
     priced = with_costs(old, batch=False)
     assert priced.cost_usd == pytest.approx(0.3) and priced.files[0].cost_usd == pytest.approx(0.2)
-    # once written, the recorded figure is what is shown, even if the table changes later
+    # the stored figure is what it was priced at when recorded: every command prices the usage with the
+    # current table, so an override changes it (100,000 input + 10,000 output at $100 = $11)
     reread = ResultsFile.model_validate_json(priced.model_dump_json())
-    assert results_cost(reread, batch=False, prices=price_table({"claude-sonnet-5-5": {"input": 100, "output": 100}}))[0] \
-        == pytest.approx(0.3)
+    dearer = price_table({"claude-sonnet-5-5": {"input": 100, "output": 100}})
+    assert results_cost(reread, batch=False, prices=dearer)[0] == pytest.approx(11.0)
+    assert with_costs(reread, batch=False, prices=dearer).files[0].cost_usd == pytest.approx(10.0)
 
 
 def test_an_unknown_model_costs_unknown_never_zero() -> None:
@@ -72,6 +85,15 @@ def test_an_unknown_model_costs_unknown_never_zero() -> None:
     assert results.cost_usd is None and results.files[0].cost_usd is None
     assert cost_line(results.cost_usd).startswith("cost: unknown")
     assert json.loads(results.model_dump_json())["cost_usd"] is None
+
+
+def test_cost_lines_read_as_one_sentence() -> None:
+    # one parenthesis of notes for a known figure; an unknown one says only why and what to do
+    assert cost_line(1.5, batch=True, notes=["replaying is free"]) == \
+        "cost: $1.5000 (Message Batches, half price; replaying is free)"
+    assert cost_line(1.5) == "cost: $1.5000"
+    assert cost_line(None, batch=True, notes=["replaying is free"]) == \
+        "cost: unknown: the model has no price (add it under [tool.judge-replay.prices] in pyproject.toml)"
 
 
 def test_response_usage_splits_one_hour_writes() -> None:

@@ -84,3 +84,22 @@ def test_what_differs_between_the_prompts_is_shown_once_not_in_every_flip(tmp_pa
     assert html.count("sections added: v3 CALIBRATION RULES") == 1
     assert "B cites R1 (Lower-bound understatement): defined in only B" in html
     assert "B cites R2 (" in html and html.count('href="#prompt"') == 2
+
+
+def test_flip_report_html_shows_controls_and_redacts_secrets(tmp_path):
+    # every data string goes through printable (controls visible, secrets redacted) and then html.escape
+    from replay import _secrets
+
+    secret = "sk-ant-api03-reportsecret0123456789"
+    _secrets.remember(secret)
+    page = learn_page("after", change(1)["file"])
+    hostile = f"RLO\u202eevil ESC\x1b[31mred key {secret} <i>x</i>"
+    a = run(tmp_path / "v2", "v2", V2, [result("models-003", "grounded", "| `gpt-4.1` (2025-04-14)")],
+            {MODELS_URL: page}, claims=[LOWER])
+    b = run(tmp_path / "v3", "v3", V3, [result("models-003", "not_grounded", hostile, rule="R1")],
+            {MODELS_URL: page}, claims=[LOWER])
+    out = tmp_path / "report.html"
+    assert main(["diff", str(a.path), str(b.path), "--format", "html", "--out", str(out)]) == 0
+    html = out.read_text()
+    assert "RLO\\u202eevil" in html and "ESC\\x1b[31mred" in html and "&lt;i&gt;x&lt;/i&gt;" in html
+    assert "\u202e" not in html and "\x1b" not in html and secret not in html and "<i>x</i>" not in html

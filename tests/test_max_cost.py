@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from replay._batch_runner import journal_path
 from replay._cli.main import main
+from replay._commands import rerecord_command, retry_failed_command
 from replay._cost import TokenUsage, cost_usd
 from replay._runs import Run
 from replay._sim import start_learn, start_model
@@ -86,6 +88,7 @@ def test_max_cost_stops_before_the_call_that_could_pass_it_and_keeps_what_was_ju
         assert judged and stopped  # some files finished within the limit, the others were stopped
         assert all(MAX_COST_REACHED in f["error"] and "--max-cost $0.2000 reached" in f["error"] for f in stopped)
         assert "--max-cost $0.2000 reached" in err and "--retry-failed" in err
+        assert "--retry-failed --max-cost 0.2" in err  # the printed command keeps the run's choices
         assert usage_cost(workdir / "capped") <= 0.2
         assert results["cost_usd"] == pytest.approx(usage_cost(workdir / "capped"), abs=1e-5)
 
@@ -113,14 +116,48 @@ def test_max_cost_in_batch_mode_stops_before_a_batch_and_resume_pays_for_nothing
         assert not (workdir / "batch" / "run.json").exists()
         assert journal_path(workdir / "batch").is_file()  # the submitted batch is kept for --resume
 
-        assert judge(learn, model, "batch", "--batch", "--resume", "--max-cost", "5") == 0, capsys.readouterr().err
+        # the command printed to try again continues from that batch (raise the limit to go further)
+        printed = shlex.split(err.split("to try again: ", 1)[1].splitlines()[0])
+        assert printed[:2] == ["judge-replay", "judge"]
+        assert "--batch --resume --max-cost 0.26" in shlex.join(printed)
+        at = printed.index("--max-cost")
+        assert main([*printed[1:at], "--max-cost", "5", *printed[at + 2:], "--no-progress"]) == 0, \
+            capsys.readouterr().err
         log = list(model.app.batches.log)
     submitted = Counter((s.custom_id, s.params_sha256) for s in log)
     assert [entry for entry, n in submitted.items() if n > 1] == []
     assert len(log) > len(first)
     manifest = Run(workdir / "batch").manifest
     assert manifest.batch_ids and manifest.batch_ids[0] == first[0].batch_id
+    # commands printed later from the run (bakeoff's retry, drift's re-record) keep how it was paid for
+    assert manifest.max_cost_usd == 5 and manifest.cache is True
+    assert "--retry-failed --batch --max-cost 5" in retry_failed_command(manifest, "batch")
+    assert rerecord_command(manifest.model_copy(update={"cache": False}), ["c.json"], "again").endswith(
+        "--batch --no-cache --max-cost 5")
     assert manifest.cost_usd == pytest.approx(usage_cost(workdir / "batch", batch=True), abs=1e-5)
+
+
+def test_a_retry_in_batch_mode_prices_each_file_as_it_was_billed(workdir: Path, learn: Any, capsys: Any) -> None:
+    with start_model(batch_settings=BatchSettings(delay=0.05)) as model:
+        assert judge(learn, model, "mixed", "--max-cost", "0.2", "--concurrency", "1") == 1
+        err = capsys.readouterr().err
+        retry = shlex.split(err.split("To record just those again:\n", 1)[1].splitlines()[0].strip())
+        assert "--batch" not in retry  # the run called the model directly
+        assert judge(learn, model, "mixed", "--retry-failed", "--batch") == 0, capsys.readouterr().err
+    results = json.loads((workdir / "mixed" / "results.json").read_text("utf-8"))
+    by_batch = Counter(f["batch"] for f in results["files"])
+    assert by_batch[True] and by_batch[False]  # kept files were direct calls, the retried ones batch entries
+    for f in results["files"]:
+        u = f["usage"]
+        tokens = TokenUsage(u.get("input_tokens", 0), u.get("output_tokens", 0), u.get("cache_creation_input_tokens", 0),
+                            u.get("cache_read_input_tokens", 0), u.get("cache_write_1h_tokens", 0))
+        assert f["cost_usd"] == pytest.approx(cost_usd(results["model"], tokens, batch=f["batch"]), abs=1e-6)
+    manifest = Run(workdir / "mixed").manifest
+    assert manifest.batch_ids and manifest.cost_usd == pytest.approx(sum(f["cost_usd"] for f in results["files"]))
+    # a replay prices each file as the recording was billed
+    assert main(["judge", "--mode", "replay", "--run", "mixed", "--no-progress", "--out", "replayed.json"]) == 0
+    replayed = json.loads((workdir / "replayed.json").read_text("utf-8"))
+    assert replayed["cost_usd"] == pytest.approx(results["cost_usd"], abs=1e-6)
 
 
 def test_max_cost_refuses_bad_amounts_and_models_without_a_price(workdir: Path, capsys: Any) -> None:

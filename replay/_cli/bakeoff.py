@@ -36,15 +36,14 @@ def versions_table(b: Bakeoff) -> TextTable:
 
 
 def cost_text(v: Version) -> str:
-    """What the version's run was billed when recorded: `$0.2248`, `$0.1124 (batch)`, or `unknown`."""
+    """What the version's run costs: `$0.2248`, `$0.1124 (batch)`, or `unknown`."""
     return format_usd(v.cost_usd) + (" (batch)" if v.run.manifest.batch_ids is not None else "")
 
 
 def cost_note(b: Bakeoff) -> str:
     """What the cost column is."""
-    return (f"cost: what each run was billed when it was recorded (its recorded token usage priced at the "
-            f"{PRICES_AS_OF} price table, [tool.judge-replay.prices] applied; half price for a batch run); "
-            "replaying it is free")
+    return (f"cost: each run's recorded token usage priced with the {PRICES_AS_OF} price table, "
+            "[tool.judge-replay.prices] applied (half price for a batch run); replaying it is free")
 
 
 def no_verdict_sections(b: Bakeoff) -> list[tuple[str, list[str]]]:

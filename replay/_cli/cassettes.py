@@ -134,8 +134,7 @@ def _table(rows: list[dict[str, Any]]) -> None:
 
 def _row(run: Run, prices: Mapping[str, Price]) -> dict[str, Any]:
     m = run.manifest
-    # a run recorded before costs were kept: priced from the usage in its results
-    cost = m.cost_usd if m.cost_usd is not None else run_cost(run.results, m, prices)
+    cost = run_cost(run.results, m, prices)  # as every command prices: recorded usage, current table
     return {
         "run": run.name,
         "prompt": m.prompt,

@@ -35,7 +35,7 @@ class Graded:
     run: Run | None
     scores: Scores
     cost_usd: float | None = None
-    """USD the run was billed when it was recorded (None: the model has no price)."""
+    """USD of the run: its recorded usage at current prices (`_cost.run_cost`); None: the model has no price."""
 
     def describe(self) -> str:
         meta = [f"prompt {self.results.prompt}" if self.results.prompt else None,

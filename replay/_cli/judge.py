@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .._commands import retry_failed_command
+from .._commands import judge_command, retry_failed_command
 from .._config import project_prices, setting
 from .._cost import CostBudget, cost_line, results_cost
 from .._errors import UsageError
@@ -115,21 +115,31 @@ def command(
     if mode == "live" and not run_dir and not out:
         click.echo("judge live: calls the Anthropic API (billed) and keeps nothing but the summary below; "
                    "--out FILE keeps the results, --mode record --run DIR a replayable run", err=True)
-    results = run_judge(
-        prompt,
-        list(claims_paths),
-        run_dir,
-        mode,  # type: ignore[arg-type]
-        model=model,
-        learn_url=learn_url,
-        anthropic_base_url=anthropic_base_url,
-        pages_from=pages_from,
-        concurrency=int(setting("concurrency", concurrency, 4)),
-        progress=not no_progress,
-        force=force,
-        retry_failed=retry_failed,
-        route=route,
-    )
+    try:
+        results = run_judge(
+            prompt,
+            list(claims_paths),
+            run_dir,
+            mode,  # type: ignore[arg-type]
+            model=model,
+            learn_url=learn_url,
+            anthropic_base_url=anthropic_base_url,
+            pages_from=pages_from,
+            concurrency=int(setting("concurrency", concurrency, 4)),
+            progress=not no_progress,
+            force=force,
+            retry_failed=retry_failed,
+            route=route,
+        )
+    except KeyboardInterrupt:
+        if route is not None and route.command_choices()["resume"]:
+            resume_command = judge_command(
+                prompt=str(prompt), claims=claims_paths, run=run_dir, mode=mode, model=model, learn_url=learn_url,
+                anthropic_base_url=anthropic_base_url, pages_from=pages_from, retry_failed=retry_failed,
+                **route.command_choices())
+            click.echo("judge: the batches submitted so far are kept; to continue without paying for them again "
+                       f"(--batch --resume):\n  {printable(resume_command)}", err=True)
+        raise
     if route is not None:
         route.finished()
     written = []
@@ -149,7 +159,9 @@ def command(
         if run_dir and mode == "record":
             m = Run(run_dir).manifest
             paths = [e.path for e in m.claims if e.file in {f.file for f in failed}]
-            retry = retry_failed_command(m, str(run_dir), learn_url=learn_url, anthropic_base_url=anthropic_base_url)
+            retry = retry_failed_command(m, str(run_dir), learn_url=learn_url, anthropic_base_url=anthropic_base_url,
+                                         batch=route is not None and route.batch is not None, no_cache=no_cache,
+                                         max_cost=max_cost)
             click.echo(f"{len(failed)} of {len(results.files)} claims files failed ({', '.join(paths)}); the run keeps "
                        f"what was recorded. To record just those again:\n  {printable(retry)}", err=True)
         else:
@@ -167,12 +179,10 @@ def budget_for(max_cost: float | None, model: str) -> CostBudget | None:
         raise UsageError(str(exc)) from exc
 
 
-def _cost_notes(mode: str, stand_ins: Sequence[str], batch: bool) -> str:
-    """What the cost line of `summary` rests on, in one parenthesis."""
-    notes = (["Message Batches, half price"] if batch else []) + (
-        ["billed when it was recorded; replaying is free"] if mode == "replay" else []) + (
+def _cost_notes(mode: str, stand_ins: Sequence[str]) -> list[str]:
+    """What the cost line of `summary` rests on (`cost_line` adds the batch discount)."""
+    return (["recorded usage at current prices; replaying is free"] if mode == "replay" else []) + (
         ["priced from the stand-in's token counts"] if "model" in stand_ins else [])
-    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def summary(results: ResultsFile, mode: str, written: list[str], stand_ins: Sequence[str] = (), *,
@@ -197,8 +207,8 @@ def summary(results: ResultsFile, mode: str, written: list[str], stand_ins: Sequ
         + (f", {no_verdict} without a verdict" if no_verdict else ""),
         f"  quotes not found in the fetched page: {unverified}",
         f"  tokens: {tokens_in:,} in{cache}, {tokens_out:,} out",
-        f"  {cost_line(results_cost(results, batch=batch, prices=project_prices())[0])}"
-        + _cost_notes(mode, stand_ins, batch),
+        "  " + cost_line(results_cost(results, batch=batch, prices=project_prices())[0], batch=batch,
+                         notes=_cost_notes(mode, stand_ins)),
     ]
     if stand_ins:
         lines.append(f"  stand-ins (test equipment, not the real services): {', '.join(stand_ins)}")
