@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -224,6 +226,10 @@ def explain_flips(
     report.controlled_runs += not_used
     parent = confirm_parent if confirm_parent is not None else str(run_b.path.parent)
     report.confirm_commands = confirm_commands(a, b, report, parent)
+    if confirm_parent is not None and report.confirm_commands:  # not siblings: `diff` is told where they are
+        folders = [shlex.split(cmd)[shlex.split(cmd).index("--run") + 1] for cmd in report.confirm_commands]
+        report.confirm_commands.append(shlex.join(["judge-replay", "diff", display_path(run_a.path), display_path(run_b.path),
+                                                   *(arg for folder in folders for arg in ("--with", folder))]))
     note = skipped_note(skipped)
     report.notes = [note] if note else []
     return report

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import tempfile
 import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
@@ -234,3 +235,15 @@ def find_runs(root: str | Path) -> list[Run]:
     if not root.is_dir():
         return []
     return [Run(p) for p in sorted(root.iterdir()) if (p / MANIFEST).is_file()]
+
+
+BUNDLED_CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
+"""The cassettes folder of the judge-replay checkout this code runs from (the bundled demo runs)."""
+
+
+def new_runs_folder(run: Run) -> str | None:
+    """Where a suggested new run beside `run` should be recorded: a temporary folder when `run` is in the
+    judge-replay checkout's own `cassettes/` (the project's test data: graded by the bake-off, snapshot-
+    tested, and a sibling `diff` would pick up), else None (beside the run, where a project keeps its runs)."""
+    bundled = BUNDLED_CASSETTES.is_dir() and run.path.resolve().is_relative_to(BUNDLED_CASSETTES)
+    return tempfile.gettempdir() if bundled else None

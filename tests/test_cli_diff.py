@@ -199,3 +199,23 @@ def test_an_unreadable_sibling_folder_is_skipped_with_a_note_in_every_format(run
         if fmt == "json":
             [note] = [n for n in json.loads(out)["notes"] if n.startswith("skipped")]
             assert "\n" not in note
+
+
+def test_confirm_on_the_bundled_runs_records_outside_the_project_and_says_how_to_compare(capsys, monkeypatch):
+    """The bundled demo runs are the project's test data: new controlled runs go to a temporary folder (not
+    beside them, where the snapshot test and `diff`'s sibling discovery would pick them up), and the last
+    command compares with them explicitly; every printed command parses with the real CLI."""
+    import tempfile
+
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(repo)
+    assert main(["diff", "cassettes/v2-demo", "cassettes/v3-demo", "--confirm"]) == 0
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines()
+             if line.strip().startswith("judge-replay ") and "→" not in line]  # not the report's title line
+    records = [line for line in lines if line.startswith("judge-replay judge ")]
+    assert records and all(f"--run {tempfile.gettempdir()}/" in line for line in records)
+    folders = [line.split("--run ")[1].split()[0] for line in records]
+    assert lines[-1] == ("judge-replay diff cassettes/v2-demo cassettes/v3-demo "
+                         + " ".join(f"--with {folder}" for folder in folders))
+    for line in lines:
+        parse_printed_command(line)

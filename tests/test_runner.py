@@ -355,15 +355,18 @@ def test_a_context_window_overflow_is_a_file_error_that_says_so(workdir: Path, s
     assert error.startswith("the conversation outgrew the model's context window") and "not JSON" not in error
 
 
-def test_a_retired_model_is_explained_and_no_run_is_written(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
-    from replay._errors import RecordingFailed
+def test_a_retired_model_is_explained_before_any_paid_call_and_no_run_is_written(
+        workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    """The free token count before the first paid call meets the API's 404 for a retired model: one message
+    the user understands (exit 2), no Messages call made, nothing written."""
+    from replay._errors import UsageError
 
-    with pytest.raises(RecordingFailed) as caught:
+    _learn, model = stand_ins
+    with pytest.raises(UsageError) as caught:
         record(stand_ins, model="claude-2.1")
-    message = str(caught.value)
-    assert "every conversation failed (3 of 3 claims files), so no run was written" in message
-    assert "the model 'claude-2.1' is not available to this key (retired, or an unknown name)" in message
-    assert "to try again: judge-replay judge --prompt v3" in message
+    assert str(caught.value) == ("the model 'claude-2.1' is not available to this key (retired, or an unknown name): "
+                                 "choose a current model with --model (the default is the current Sonnet)")
+    assert model.app.requests == []  # no POST /v1/messages: nothing was paid for
     assert not (workdir / "runs" / "r1").exists()
 
 

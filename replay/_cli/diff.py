@@ -14,7 +14,7 @@ from .._flip_inputs import explain_flips
 from .._io import atomic_write_text, load_claims, load_gold
 from .._records import GoldSet
 from .._report_flips import render_html, render_json, render_markdown, render_text
-from .._runs import Run
+from .._runs import Run, new_runs_folder
 
 
 def _default_gold() -> Path | None:
@@ -65,7 +65,7 @@ def command(run_a: str, run_b: str, gold_path: str | None, fmt: str, out: str | 
     if chosen is not None:
         gold = load_gold(chosen)
     batches = [batch for _, batch in load_claims(list(claims_paths))] if claims_paths else []
-    report = explain_flips(a, b, gold, extras, discover=discover, claims=batches)
+    report = explain_flips(a, b, gold, extras, discover=discover, claims=batches, confirm_parent=new_runs_folder(b))
     report.run_a, report.run_b = run_a, run_b
     report.notes = stand_in_notes([a, b, *(Run(c["path"]) for c in report.controlled_runs)]) + report.notes
     if not confirm and fmt != "json":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -17,10 +16,10 @@ from .._drift import AT_RISK_STATUSES, STATUS_ORDER, unchecked
 from .._drift_runs import drift_items, record_page_snapshot, run_drift
 from .._errors import CheckFailed, UsageError
 from .._io import dump_json, load_claims, printable
-from .._pagestore import DEFAULT_CASSETTES, PageStore, cassettes_root, store_folder
+from .._pagestore import PageStore, cassettes_root, store_folder
 from .._records import LEARN_MCP_URL, Claim, DriftClaim, DriftReport
 from .._render import console_for
-from .._runs import Run
+from .._runs import Run, new_runs_folder
 
 _STYLE = {"page-gone": "bold red", "value-changed": "red", "quote-gone": "yellow", "unchecked": "magenta",
           "changed-quote-intact": "cyan", "no-page": "dim", "unchanged": "green"}
@@ -70,7 +69,7 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
         against_name = str(against)
     report = run_drift(old_run, new_run, run_name=run.rstrip("/"), against_name=against_name,
                        claims=overrides, claims_paths=override_paths, today=now.strftime("%Y%m%d"),
-                       outside_project=tempfile.gettempdir() if is_bundled_run(old_run) else None)
+                       outside_project=new_runs_folder(old_run))
     if live:
         report.snapshot = against_name
     report.stand_ins = {"run": list(old_run.manifest.stand_ins), "against": list(new_run.manifest.stand_ins)}
@@ -89,14 +88,6 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
     if unchecked(report):
         raise CheckFailed(f"drift: {len(unchecked(report))} claim(s) of {report.run} could not be checked: the later "
                           "fetch of their page failed")
-
-
-def is_bundled_run(run: Run) -> bool:
-    """Whether the run lives in the cassettes folder of the judge-replay checkout this command runs from
-    (the bundled demo runs, and any run recorded beside them): that folder is the project's own test data
-    (graded by the bake-off, snapshot-tested), so a suggested re-record goes elsewhere."""
-    bundled = Path(__file__).resolve().parents[2] / DEFAULT_CASSETTES
-    return bundled.is_dir() and run.path.resolve().is_relative_to(bundled)
 
 
 def _claims_overrides(paths: tuple[str, ...]) -> tuple[dict[str, list[Claim]], dict[str, str]]:

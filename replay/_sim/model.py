@@ -39,6 +39,7 @@ from .batches import BATCHES_PATH, BatchApp, BatchSettings, CacheLedger, serve_b
 from .policy import judge_claim
 
 MESSAGES_PATH = "/v1/messages"
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 FLAKY_MARKER = "flaky"
 RETIRED_MARKER = "retired"
 RETIRED_MODELS = frozenset({
@@ -355,6 +356,8 @@ class ModelHandler(StandInHandler):
     def do_POST(self) -> None:
         if urlsplit(self.path).path.startswith(BATCHES_PATH):
             return serve_batches(self)
+        if urlsplit(self.path).path == COUNT_TOKENS_PATH:
+            return self._count_tokens()
         if urlsplit(self.path).path != MESSAGES_PATH:
             return self._not_found()
         body = self.read_body()
@@ -374,6 +377,28 @@ class ModelHandler(StandInHandler):
             retry = {"retry-after": "0", "retry-after-ms": "1"} if err.status == 529 else None
             return self._error(err, request_id, retry)
         self.reply(200, json.dumps(response, ensure_ascii=False), "application/json", {"request-id": request_id})
+
+
+    def _count_tokens(self) -> None:
+        """`POST /v1/messages/count_tokens` (free, as the real one): the input tokens the stand-in would
+        count for these messages; a retired model gets the same 404 as on `/v1/messages`."""
+        body = self.read_body()
+        request_id = f"req_{_digest(body, 'count')}"
+        try:
+            try:
+                request = json.loads(body)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise ApiError(400, "invalid_request_error", f"The request body is not valid JSON: {exc}") from exc
+            if not isinstance(request, dict) or not isinstance(request.get("model"), str) or not request["model"]:
+                raise ApiError(400, "invalid_request_error", "model: Field required")
+            if not isinstance(request.get("messages"), list) or not request["messages"]:
+                raise ApiError(400, "invalid_request_error", "messages: Input should be a non-empty list of messages")
+            _check_model(request["model"])
+        except ApiError as err:
+            return self._error(err, request_id, None)
+        prompt = json.dumps([request.get("system"), request["messages"]], ensure_ascii=False)
+        self.reply(200, json.dumps({"input_tokens": max(1, len(prompt) // 4)}), "application/json",
+                   {"request-id": request_id})
 
 
 class ModelStandIn(StandIn):
