@@ -16,6 +16,15 @@ def learn_wire():
         yield server
 
 
+@pytest.fixture
+def demo_learn():
+    """The Learn stand-in over the demo's 2026-06 page snapshot."""
+    from replay._sim import start_learn
+
+    with start_learn(Path(__file__).resolve().parents[1] / "demo" / "pages" / "2026-06") as handle:
+        yield handle
+
+
 @pytest.fixture(autouse=True)
 def _forget_secrets():
     """Each test starts with no remembered secret: the registry (`replay._secrets`) is process-wide, and a

@@ -133,3 +133,12 @@ def parse_printed_command(line: str) -> dict[str, Any]:
         command, words = found, words[1:]
     with command.make_context(command.name or "", words) as ctx:
         return dict(ctx.params)
+
+
+def judge_demo(learn: Any, model: Any, run: str, *extra: str) -> int:
+    """`judge-replay judge` recording prompt v3 over the demo claims into `run`, against the given stand-ins."""
+    from replay._cli.main import main
+
+    claims = Path(__file__).resolve().parents[1] / "demo" / "claims"
+    return main(["judge", "--prompt", "v3", "--claims", str(claims), "--run", run, "--mode", "record",
+                 "--learn-url", learn.url, "--anthropic-base-url", model.url, "--no-progress", *extra])

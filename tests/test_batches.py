@@ -12,21 +12,20 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from replay._batch_runner import ModelRoute, custom_id, journal_path
+from factories import judge_demo
 from replay._cli.main import main
 from replay._runner import run_judge
 from replay._runs import Run
-from replay._sim import start_learn, start_model
+from replay._sim import start_model
 from replay._sim.batches import BatchSettings
 
 REPO = Path(__file__).resolve().parents[1]
-PAGES = REPO / "demo" / "pages" / "2026-06"
 CLAIMS = REPO / "demo" / "claims"
 CLI = [sys.executable, "-c", "import sys; from replay._cli.main import main; sys.exit(main())"]
 
@@ -36,17 +35,6 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     return tmp_path
-
-
-@pytest.fixture
-def learn() -> Iterator[Any]:
-    with start_learn(PAGES) as handle:
-        yield handle
-
-
-def judge(learn: Any, model: Any, run: str, *extra: str) -> int:
-    return main(["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--run", run, "--mode", "record",
-                 "--learn-url", learn.url, "--anthropic-base-url", model.url, "--no-progress", *extra])
 
 
 def verdicts(run: Path) -> dict[tuple[str, str], tuple[Any, ...]]:
@@ -68,10 +56,10 @@ def logged_sha(params: dict[str, Any]) -> str:
 
 
 def test_a_batch_recording_gives_the_direct_verdicts_and_replays_with_no_batch(
-        workdir: Path, learn: Any, capsys: Any) -> None:
+        workdir: Path, demo_learn: Any, capsys: Any) -> None:
     with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.2)) as model:
-        assert judge(learn, model, "direct", "--no-cache") == 0, capsys.readouterr().err
-        assert judge(learn, model, "batch", "--batch") == 0, capsys.readouterr().err
+        assert judge_demo(demo_learn, model, "direct", "--no-cache") == 0, capsys.readouterr().err
+        assert judge_demo(demo_learn, model, "batch", "--batch") == 0, capsys.readouterr().err
         log = list(model.app.batches.log)
         direct_calls = len(model.requests)
     assert verdicts(workdir / "batch") == verdicts(workdir / "direct")
@@ -104,10 +92,10 @@ def test_a_batch_recording_gives_the_direct_verdicts_and_replays_with_no_batch(
     assert main(["cassettes", "verify", "batch"]) == 0, capsys.readouterr().out
 
 
-def test_errored_and_expired_entries_are_resubmitted(workdir: Path, learn: Any, capsys: Any) -> None:
+def test_errored_and_expired_entries_are_resubmitted(workdir: Path, demo_learn: Any, capsys: Any) -> None:
     faults = BatchSettings(errored="evaluation", expired="quotas-and-limits")
     with start_model(batch_settings=faults) as model:
-        assert judge(learn, model, "batch", "--batch") == 0, capsys.readouterr().err
+        assert judge_demo(demo_learn, model, "batch", "--batch") == 0, capsys.readouterr().err
         log = list(model.app.batches.log)
     submitted = Counter(s.custom_id for s in log)
     for file in ("docs/evaluation.md", "docs/quotas-and-limits.md"):
@@ -120,35 +108,35 @@ def test_errored_and_expired_entries_are_resubmitted(workdir: Path, learn: Any, 
     assert main(["cassettes", "verify", "batch"]) == 0, capsys.readouterr().out
 
 
-def test_an_entry_that_keeps_failing_becomes_that_files_error(workdir: Path, learn: Any) -> None:
+def test_an_entry_that_keeps_failing_becomes_that_files_error(workdir: Path, demo_learn: Any) -> None:
     with start_model(batch_settings=BatchSettings(errored="evaluation")) as model:
         route = ModelRoute.batched(workdir / "batch", resume=False, attempts=1, progress=False)
         results = run_judge("v3", [CLAIMS], workdir / "batch", "record", model="claude-sonnet-4-6",
-                            learn_url=learn.url, anthropic_base_url=model.url, progress=False, route=route)
+                            learn_url=demo_learn.url, anthropic_base_url=model.url, progress=False, route=route)
     failed = {f.file: f.error for f in results.files if f.error}
     assert list(failed) == ["docs/evaluation.md"]
     assert "errored (1 submission(s))" in str(failed["docs/evaluation.md"])
     assert "api_error" in str(failed["docs/evaluation.md"])
 
 
-def test_a_new_batch_run_refuses_to_start_over_an_interrupted_one(workdir: Path, learn: Any, capsys: Any) -> None:
+def test_a_new_batch_run_refuses_to_start_over_an_interrupted_one(workdir: Path, demo_learn: Any, capsys: Any) -> None:
     journal = journal_path(workdir / "batch")
     journal.parent.mkdir()
     journal.write_text('{"version": 1, "batches": []}\n', "utf-8")
     with start_model() as model:
-        assert judge(learn, model, "batch", "--batch") == 2
+        assert judge_demo(demo_learn, model, "batch", "--batch") == 2
         assert "add --resume" in capsys.readouterr().err
-        assert judge(learn, model, "other", "--batch", "--resume") == 2
+        assert judge_demo(demo_learn, model, "other", "--batch", "--resume") == 2
         assert "nothing to resume" in capsys.readouterr().err
         assert model.app.batches.log == []
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "crash"])
 def test_an_interrupted_batch_run_resumes_without_submitting_anything_twice(
-        workdir: Path, learn: Any, stop: signal.Signals, capsys: Any) -> None:
+        workdir: Path, demo_learn: Any, stop: signal.Signals, capsys: Any) -> None:
     with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.5)) as model:
         args = ["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--run", "batch", "--mode", "record",
-                "--learn-url", learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch"]
+                "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch"]
         proc = subprocess.Popen([*CLI, *args], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env={**os.environ, "PYTHONPATH": str(REPO)})
         journal = journal_path(workdir / "batch")
@@ -187,10 +175,10 @@ def test_an_interrupted_batch_run_resumes_without_submitting_anything_twice(
 
 
 def test_a_resume_of_another_run_is_refused_and_unused_batches_are_not_the_runs(
-        workdir: Path, learn: Any, capsys: Any) -> None:
+        workdir: Path, demo_learn: Any, capsys: Any) -> None:
     with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.05)) as model:
         # a run stopped by --max-cost after its first round keeps its journal: what the run is, its round times
-        assert judge(learn, model, "batch", "--batch", "--max-cost", "0.26") == 1
+        assert judge_demo(demo_learn, model, "batch", "--batch", "--max-cost", "0.26") == 1
         capsys.readouterr()
         journal = journal_path(workdir / "batch")
         kept = json.loads(journal.read_text("utf-8"))
@@ -199,11 +187,11 @@ def test_a_resume_of_another_run_is_refused_and_unused_batches_are_not_the_runs(
         submitted = len(model.app.batches.log)
 
         # another prompt, or another claims set: refused before anything is submitted, the journal kept
-        assert judge(learn, model, "batch", "--batch", "--resume", "--prompt", "v2") == 2
+        assert judge_demo(demo_learn, model, "batch", "--batch", "--resume", "--prompt", "v2") == 2
         assert "another prompt" in capsys.readouterr().err
         one_file = str(next(iter(sorted(CLAIMS.glob("*.json")))))
         assert main(["judge", "--prompt", "v3", "--claims", one_file, "--run", "batch", "--mode", "record",
-                     "--learn-url", learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch",
+                     "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch",
                      "--resume"]) == 2
         assert "another set of claims files" in capsys.readouterr().err
         assert len(model.app.batches.log) == submitted and journal.is_file()
@@ -211,7 +199,7 @@ def test_a_resume_of_another_run_is_refused_and_unused_batches_are_not_the_runs(
         # a journaled batch the run never reads is not one of the run's batches
         kept["batches"].append({"id": "msgbatch_never_read", "requests": {"x-t1": "0" * 64}})
         journal.write_text(json.dumps(kept), "utf-8")
-        assert judge(learn, model, "batch", "--batch", "--resume") == 0, capsys.readouterr().err
+        assert judge_demo(demo_learn, model, "batch", "--batch", "--resume") == 0, capsys.readouterr().err
         log = list(model.app.batches.log)
     manifest = Run(workdir / "batch").manifest
     assert manifest.batch_ids == list(dict.fromkeys(s.batch_id for s in log))

@@ -5,22 +5,21 @@ from __future__ import annotations
 import json
 import shlex
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from replay._batch_runner import journal_path
+from factories import judge_demo
 from replay._cli.main import main
 from replay._commands import rerecord_command, retry_failed_command
 from replay._cost import TokenUsage, cost_usd
 from replay._runs import Run
-from replay._sim import start_learn, start_model
+from replay._sim import start_model
 from replay._sim.batches import BatchSettings
 
 REPO = Path(__file__).resolve().parents[1]
-PAGES = REPO / "demo" / "pages" / "2026-06"
 CLAIMS = REPO / "demo" / "claims"
 MAX_COST_REACHED = "max_cost_reached"
 
@@ -30,17 +29,6 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     return tmp_path
-
-
-@pytest.fixture
-def learn() -> Iterator[Any]:
-    with start_learn(PAGES) as handle:
-        yield handle
-
-
-def judge(learn: Any, model: Any, run: str, *extra: str) -> int:
-    return main(["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--run", run, "--mode", "record",
-                 "--learn-url", learn.url, "--anthropic-base-url", model.url, "--no-progress", *extra])
 
 
 def usage_cost(run: Path, *, batch: bool = False) -> float:
@@ -55,9 +43,9 @@ def usage_cost(run: Path, *, batch: bool = False) -> float:
     return total
 
 
-def test_a_run_carries_its_cost_per_file_and_in_total(workdir: Path, learn: Any, capsys: Any) -> None:
+def test_a_run_carries_its_cost_per_file_and_in_total(workdir: Path, demo_learn: Any, capsys: Any) -> None:
     with start_model() as model:
-        assert judge(learn, model, "direct") == 0, capsys.readouterr().err
+        assert judge_demo(demo_learn, model, "direct") == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     results = json.loads((workdir / "direct" / "results.json").read_text("utf-8"))
     manifest = json.loads((workdir / "direct" / "run.json").read_text("utf-8"))
@@ -77,10 +65,10 @@ def test_a_run_carries_its_cost_per_file_and_in_total(workdir: Path, learn: Any,
 
 
 def test_max_cost_stops_before_the_call_that_could_pass_it_and_keeps_what_was_judged(
-        workdir: Path, learn: Any, capsys: Any) -> None:
+        workdir: Path, demo_learn: Any, capsys: Any) -> None:
     with start_model() as model:
         # one conversation at a time: which call is refused does not depend on thread timing
-        assert judge(learn, model, "capped", "--max-cost", "0.2", "--concurrency", "1") == 1
+        assert judge_demo(demo_learn, model, "capped", "--max-cost", "0.2", "--concurrency", "1") == 1
         err = capsys.readouterr().err
         results = json.loads((workdir / "capped" / "results.json").read_text("utf-8"))
         stopped = [f for f in results["files"] if f["error"]]
@@ -96,7 +84,7 @@ def test_max_cost_stops_before_the_call_that_could_pass_it_and_keeps_what_was_ju
         # --retry-failed records only the stopped files
         assert main(["cassettes", "verify", "capped"]) == 0, capsys.readouterr().out
         requests_before = len(model.requests)
-        assert judge(learn, model, "capped", "--retry-failed", "--max-cost", "5") == 0, capsys.readouterr().err
+        assert judge_demo(demo_learn, model, "capped", "--retry-failed", "--max-cost", "5") == 0, capsys.readouterr().err
     after = json.loads((workdir / "capped" / "results.json").read_text("utf-8"))
     assert not [f for f in after["files"] if f["error"]]
     assert {f["file"]: f for f in after["files"] if f["file"] in {j["file"] for j in judged}} == {
@@ -105,10 +93,10 @@ def test_max_cost_stops_before_the_call_that_could_pass_it_and_keeps_what_was_ju
 
 
 def test_max_cost_in_batch_mode_stops_before_a_batch_and_resume_pays_for_nothing_twice(
-        workdir: Path, learn: Any, capsys: Any) -> None:
+        workdir: Path, demo_learn: Any, capsys: Any) -> None:
     with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.05)) as model:
         # the first round (5 requests, estimated at $0.2528 at batch prices) fits, the second (larger) does not
-        assert judge(learn, model, "batch", "--batch", "--max-cost", "0.26") == 1
+        assert judge_demo(demo_learn, model, "batch", "--batch", "--max-cost", "0.26") == 1
         err = capsys.readouterr().err
         assert "--max-cost $0.2600 reached: a batch of" in err and "every conversation failed" in err
         first = list(model.app.batches.log)
@@ -137,13 +125,13 @@ def test_max_cost_in_batch_mode_stops_before_a_batch_and_resume_pays_for_nothing
     assert manifest.cost_usd == pytest.approx(usage_cost(workdir / "batch", batch=True), abs=1e-5)
 
 
-def test_a_retry_in_batch_mode_prices_each_file_as_it_was_billed(workdir: Path, learn: Any, capsys: Any) -> None:
+def test_a_retry_in_batch_mode_prices_each_file_as_it_was_billed(workdir: Path, demo_learn: Any, capsys: Any) -> None:
     with start_model(batch_settings=BatchSettings(delay=0.05)) as model:
-        assert judge(learn, model, "mixed", "--max-cost", "0.2", "--concurrency", "1") == 1
+        assert judge_demo(demo_learn, model, "mixed", "--max-cost", "0.2", "--concurrency", "1") == 1
         err = capsys.readouterr().err
         retry = shlex.split(err.split("To record just those again:\n", 1)[1].splitlines()[0].strip())
         assert "--batch" not in retry  # the run called the model directly
-        assert judge(learn, model, "mixed", "--retry-failed", "--batch") == 0, capsys.readouterr().err
+        assert judge_demo(demo_learn, model, "mixed", "--retry-failed", "--batch") == 0, capsys.readouterr().err
     results = json.loads((workdir / "mixed" / "results.json").read_text("utf-8"))
     by_batch = Counter(f["batch"] for f in results["files"])
     assert by_batch[True] and by_batch[False]  # kept files were direct calls, the retried ones batch entries
