@@ -11,6 +11,7 @@ from rich.markup import escape as rich_escape
 
 from ._flips import shown_verdict
 from ._io import dump_json, printable
+from ._render import markdown_cell
 from ._page_diff import side_by_side, word_diff
 from ._records import Flip, FlipReport
 
@@ -136,7 +137,7 @@ def render_text(report: FlipReport, *, color: bool = False, width: int = 110) ->
 def _md(text: str | None) -> str:
     """A data string for markdown prose or a table cell: terminal controls escaped, HTML escaped (so a
     claim cannot inject markup into a pull-request comment), `|` escaped, on one line."""
-    return html.escape(printable(text or ""), quote=False).replace("|", "\\|").replace("\n", " ")
+    return markdown_cell(text or "")
 
 
 def _code(text: str | None) -> str:

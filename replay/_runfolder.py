@@ -32,7 +32,7 @@ from types import TracebackType
 
 from ._cassette import CASSETTE_SUFFIX
 from ._errors import UsageError
-from ._io import display_path
+from ._io import display_path, os_error_about
 
 STAGING_FOLDER = ".judge-replay-staging"
 RUN_FILES = ("run.json", "results.json", "prompt.md")
@@ -66,7 +66,7 @@ class RunFolderWriter:
             self.staging.mkdir()
         except OSError as exc:
             self._unlock()
-            raise _about(exc, self.run) from exc
+            raise os_error_about(exc, self.run) from exc  # the folder the user gave, not our staging area
         except BaseException:
             self._unlock()
             raise
@@ -102,7 +102,7 @@ class RunFolderWriter:
             except FileNotFoundError:
                 continue  # the area was removed by a recording that just finished: make it again
             except OSError as exc:  # a read-only or full folder: the environment, exit 1 (`_cli.main`)
-                raise _about(exc, self.run) from exc
+                raise os_error_about(exc, self.run) from exc  # the folder the user gave, not our staging area
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -118,7 +118,7 @@ class RunFolderWriter:
                     os.write(fd, f"{os.getpid()}\n".encode())
                 except OSError as exc:
                     self._unlock()
-                    raise _about(exc, self.run) from exc
+                    raise os_error_about(exc, self.run) from exc  # the folder the user gave, not our staging area
                 return
             os.close(fd)  # the holder removed it after we opened it: take the new one
         raise UsageError(f"cannot take the lock of {display_path(self.run)}: it keeps changing")
@@ -186,11 +186,6 @@ def _exchange(a: Path, b: Path) -> bool:
     if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
         return False
     raise OSError(code, os.strerror(code), str(b))
-
-
-def _about(exc: OSError, run: Path) -> OSError:
-    """The same system error, naming the run folder the user gave rather than our staging area."""
-    return type(exc)(exc.errno, exc.strerror or str(exc), str(run))
 
 
 def _same_file(fd: int, path: Path) -> bool:

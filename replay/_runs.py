@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from ._cassette import CASSETTE_SUFFIX, Interaction, LearnCall, learn_calls, load_cassette
 from ._errors import InputError
-from ._io import load_claims_batch, load_results, read_json, validate
+from ._io import load_claims_batch, load_results, read_json, reading_error, validate
 from ._mcp import FETCH_TOOL, NoPage, no_page_reason, normalise_learn_url
 from ._prompts import parse_rendered_batch
 from ._records import Claim, ResultsFile, RunManifest
@@ -118,10 +118,8 @@ class Run:
             return None
         try:
             return p.read_text("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(p, f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from exc
-        except OSError as exc:
-            raise InputError(p, f"cannot read ({exc.strerror or exc})") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise reading_error(p, exc) from exc
 
     def cassette_path(self, claims_file: str) -> Path:
         for entry in self.manifest.claims:
