@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
-
-from rich.console import Group, RenderableType
-from rich.markup import escape
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
 
 from ._grading import ClaimKey
 from ._io import printable
 from ._records import Claim, ClaimError, Scores
-from ._render import markdown_fence, markdown_text
+from ._render import FieldPanel, markdown_fence, markdown_text
 from ._runs import Run
 from ._text import line_token_set, normalise_ws, parse_number, quote_occurs, value_tokens
 
@@ -33,13 +28,22 @@ def run_claims(run: Run) -> dict[ClaimKey, Claim]:
 # --------------------------------------------------------------------------- page regions
 
 
-def _value_anchor(lines: list[str], claim: str) -> int | None:
+@functools.lru_cache(maxsize=64)
+def _line_values(page: str) -> tuple[tuple[frozenset[str], frozenset[float]], ...]:
+    """Each line of a page as (its tokens, the numbers among them): worked out once per page version, as
+    many claims rest on the same page."""
+    out = []
+    for line in page.splitlines():
+        toks = frozenset(line_token_set(line))
+        out.append((toks, frozenset(n for t in toks if (n := parse_number(t)) is not None)))
+    return tuple(out)
+
+
+def _value_anchor(page: str, claim: str) -> int | None:
     """The page line holding the most of the claim's value tokens (`200k` also matches `200,000`)."""
     wanted = [(t, parse_number(t)) for t in {v.rstrip("+") for v in value_tokens(claim)}]
     best, best_hits = None, 0
-    for i, line in enumerate(lines):
-        toks = line_token_set(line)
-        numbers = {n for t in toks if (n := parse_number(t)) is not None}
+    for i, (toks, numbers) in enumerate(_line_values(page)):
         hits = sum(1 for tok, num in wanted if tok in toks or (num is not None and num in numbers))
         if hits > best_hits:
             best, best_hits = i, hits
@@ -83,7 +87,7 @@ def page_region(
     span = _quote_span(lines, quote) if found else None
     if span is not None:
         return _excerpt(lines, *span, context), f"around the quote (line {span[0] + 1})", found
-    anchor = _value_anchor(lines, claim) if claim else None
+    anchor = _value_anchor(page, claim) if claim else None
     lead = "the quote is not in the recorded page; " if found is False else ""
     if anchor is not None:
         return (_excerpt(lines, anchor, anchor, context),
@@ -186,20 +190,9 @@ def adjudication_markdown(errors: list[ClaimError], heading: str = "###") -> str
     return "\n\n".join(parts)
 
 
-def adjudication_renderables(errors: list[ClaimError]) -> list[RenderableType]:
-    """Every disagreement as a terminal panel (every data string through `printable`)."""
-    panels: list[RenderableType] = []
-    for e in errors:
-        fields = Table.grid(padding=(0, 1))
-        fields.add_column(style="bold", justify="right", no_wrap=True)
-        fields.add_column()
-        for name, value in _fields(e):
-            fields.add_row(f"{name}:", Text(printable(value)))
-        fields.add_row("", Text(printable(_region_caption(e)), style="dim"))
-        body: list[RenderableType] = [fields]
-        if e.page_region:
-            body.append(Text(printable(e.page_region), style="cyan"))
-        style = "red" if e.kind in ("FP", "FN", "no_verdict") else "yellow"
-        panels.append(Panel(Group(*body), title=escape(printable(_title(e))), title_align="left",
-                            border_style=style))
-    return panels
+def adjudication_panels(errors: list[ClaimError]) -> list[FieldPanel]:
+    """Every disagreement as a terminal panel (every data string through `printable`; print them with
+    `_render.print_panels`)."""
+    return [FieldPanel(_title(e), [(f"{name}:", value) for name, value in _fields(e)], _region_caption(e),
+                       e.page_region or None, "red" if e.kind in ("FP", "FN", "no_verdict") else "yellow")
+            for e in errors]

@@ -18,8 +18,6 @@ from ._adjudication import adjudicate, run_claims
 from ._commands import retry_failed_command
 from ._cost import PRICES, Price, run_cost, with_costs
 from ._errors import InputError, UsageError
-from ._flip_inputs import explain_flips
-from ._flips import no_verdict_summary
 from ._gate import adoption_gate
 from ._grading import ClaimKey, claim_info, grade_results, is_correct
 from ._io import atomic_write_text, display_path, dump_json, load_gold, read_json, results_json_path
@@ -300,6 +298,9 @@ def _right(
 
 
 def _flips(base: Version, cand: Version, gold: GoldSet, others: list[Run]) -> tuple[list[FlipLine], FlipReport]:
+    from ._flip_inputs import explain_flips  # the flip analysis: only for a bake-off (grade imports this module)
+    from ._flips import no_verdict_summary
+
     report = explain_flips(base.run, cand.run, gold, extra_runs=others)
     causes = {(f.file, f.id): (f.primary_cause, f.summary) for f in report.flips}
     a, b = _results_by_key(base.results), _results_by_key(cand.results)

@@ -19,20 +19,23 @@ URIs stored with the stand-ins' default ports, so two recordings of the same exc
 byte-identical and a replay can never be told to sleep. The loader (YAML aliases and nesting bounded,
 `_yaml`) also reads stock vcrpy's cassettes (compressed bodies as `!!binary`) and pydantic-ai's variant
 (JSON bodies as a `parsed_body` mapping); anything malformed is an InputError naming the file.
+`load_with` keeps a cassette's interactions together with what a caller derives from them (replay's
+index) in one entry of the parsed-cassette cache, so a replay reads one entry per cassette.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from ._bodies import map_strings, rewrite_sse_json
-from ._cassette_cache import parsed_cassette
+from ._cassette_cache import cached, entry_path, parsed_cassette, source_sha256, tagged, text_of
 from ._commands import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT, canonical_endpoint
 from ._errors import InputError, UsageError
 from ._io import atomic_write_text, reading_error
@@ -42,6 +45,7 @@ from ._scrub import MAX_BODY, gunzip, scrub_interactions
 from ._yaml import Dumper, load_yaml
 
 CASSETTE_SUFFIX = ".yaml"
+T = TypeVar("T")
 
 
 @dataclass
@@ -225,16 +229,22 @@ _BlockDumper.add_representer(str, _str_representer)
 def dumps_cassette(interactions: list[Interaction], *, scrub: bool = True) -> str:
     """The cassette text; secrets are scrubbed (`_scrub.scrub_interactions`) unless `scrub=False`
     (tests planting secrets only)."""
-    if scrub:
-        interactions = scrub_interactions(interactions)
+    return _yaml_text(scrub_interactions(interactions) if scrub else interactions)
+
+
+def _yaml_text(interactions: list[Interaction]) -> str:
     data = {"interactions": [i.to_vcr() for i in interactions], "version": 1}
     text: str = yaml.dump(data, Dumper=_BlockDumper, sort_keys=True, allow_unicode=True, width=100_000)
     return text
 
 
-def save_cassette(path: str | Path, interactions: list[Interaction], *, scrub: bool = True) -> None:
-    """Write atomically: a crash mid-write leaves the previous file (or none), never half of one."""
-    atomic_write_text(path, dumps_cassette(interactions, scrub=scrub))
+def save_cassette(path: str | Path, interactions: list[Interaction], *, scrub: bool = True) -> list[Interaction]:
+    """Write atomically: a crash mid-write leaves the previous file (or none), never half of one.
+    Returns the interactions as written (scrubbed): loading the file gives them back, JSON bodies
+    re-indented."""
+    written = scrub_interactions(interactions) if scrub else interactions
+    atomic_write_text(path, _yaml_text(written))
+    return written
 
 
 # --------------------------------------------------------------------------- normalising a recording
@@ -252,7 +262,7 @@ _SESSION = "mcp-session-id"
 _REQUEST_ID = "request-id"
 
 
-def normalise_recording(interactions: list[Interaction]) -> list[Interaction]:
+def normalise_recording(interactions: list[Interaction], kinds: Sequence[str] | None = None) -> list[Interaction]:
     """The interactions as a recording stores them: allow-listed lower-case headers; MCP session ids
     renumbered `session-1`, `session-2`... and request ids `req_recorded_0001`... in order of first
     appearance (also where a body echoes a request id, changed in the parsed body); rate limits `0`;
@@ -261,7 +271,9 @@ def normalise_recording(interactions: list[Interaction]) -> list[Interaction]:
     fetched live, however the server escaped it); a loopback URI in canonical form
     (`_commands.canonical_endpoint`: the stand-ins' default ports), so a re-record against stand-ins
     on other ports changes no byte. Secrets are removed first (`_scrub.scrub_interactions`), while the
-    credential headers that carry them (and are dropped here) are still there to say what they are."""
+    credential headers that carry them (and are dropped here) are still there to say what they are.
+    `kinds`: each request's kind ("model", "learn", "other"), when the recorder knows them already
+    (`_matching.canonical_request`, which would otherwise parse every body again)."""
     interactions = scrub_interactions(interactions)
     sessions: dict[str, str] = {}
     request_ids: dict[str, str] = {}
@@ -270,7 +282,7 @@ def normalise_recording(interactions: list[Interaction]) -> list[Interaction]:
         return sessions.setdefault(value, f"session-{len(sessions) + 1}")
 
     out = []
-    for it in interactions:
+    for n, it in enumerate(interactions):
         req_headers: dict[str, list[str]] = {}
         for name, values in it.request_headers.items():
             name = name.lower()
@@ -298,7 +310,7 @@ def normalise_recording(interactions: list[Interaction]) -> list[Interaction]:
         out.append(
             Interaction(
                 method=it.method.upper(),
-                uri=canonical_uri(it.method, it.uri, it.request_body),
+                uri=canonical_uri(it.method, it.uri, it.request_body, kinds[n] if kinds else None),
                 request_body=it.request_body,
                 status=it.status,
                 response_body=body,
@@ -314,13 +326,16 @@ def _replacing(old: str, new: str) -> Callable[[str], str]:
     return lambda text: text.replace(old, new)
 
 
-def canonical_uri(method: str, uri: str, body: str | None) -> str:
+def canonical_uri(method: str, uri: str, body: str | None, kind: str | None = None) -> str:
     """The URI as a cassette stores it: a loopback endpoint with the default port of the stand-in of its
-    kind (model or Learn), any other URI unchanged."""
-    kind = canonical_request(method, uri, body).kind
+    kind (model or Learn; `kind` when known), any other URI unchanged."""
+    kind = kind or canonical_request(method, uri, body).kind
     if kind == "other":
         return uri
     return canonical_endpoint(uri, MODEL_STAND_IN_PORT if kind == "model" else LEARN_STAND_IN_PORT)
+
+
+_YAML_PARSER = "yaml safe, bounded aliases, v1"
 
 
 def load_cassette(path: str | Path) -> list[Interaction]:
@@ -328,9 +343,45 @@ def load_cassette(path: str | Path) -> list[Interaction]:
     InputError naming the file and the interaction."""
     path = Path(path)
     try:
-        data = parsed_cassette(path, lambda text: load_yaml(text, path), parser="yaml safe, bounded aliases, v1")
+        data = parsed_cassette(path, lambda text: load_yaml(text, path), parser=_YAML_PARSER)
     except (OSError, UnicodeDecodeError) as exc:
         raise reading_error(path, exc, "cassette") from exc
+    return _interactions(path, data)
+
+
+def load_with(path: str | Path, derive: Callable[[list[Interaction]], T], *, tag: str, code: str) -> tuple[list[Interaction], T]:
+    """A cassette's interactions (as `load_cassette`) and `derive(interactions)`, kept together in one
+    entry of the parsed-cassette cache (`tag` names it, `code` is the sha256 of the source that derives
+    it: `_cassette_cache.source_sha256`), so a valid entry is all that is read."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise reading_error(path, exc, "cassette") from exc
+    sha256 = hashlib.sha256(raw).hexdigest()
+    entry = entry_path(path)
+
+    def parse() -> Any:
+        try:
+            return load_yaml(text_of(raw), path)
+        except UnicodeDecodeError as exc:
+            raise reading_error(path, exc, "cassette") from exc
+
+    def flat_and_derived() -> tuple[list[tuple[Any, ...]], T]:
+        interactions = _interactions(path, cached(entry, raw, sha256, parse, parser=_YAML_PARSER))
+        return [_fields(it) for it in interactions], derive(interactions)
+
+    flat, derived = cached(tagged(entry, tag), raw, sha256, flat_and_derived, parser=f"{tag}; code {code}")
+    return [Interaction(*fields) for fields in flat], derived
+
+
+def _fields(it: Interaction) -> tuple[Any, ...]:
+    """An Interaction's fields in declaration order (what `Interaction(*fields)` takes back)."""
+    return (it.method, it.uri, it.request_body, it.status, it.response_body, it.request_headers,
+            it.response_headers, it.reason)
+
+
+def _interactions(path: Path, data: Any) -> list[Interaction]:
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise InputError(path, "not a vcrpy cassette: no 'interactions' list")
     out = []

@@ -18,11 +18,16 @@ entry is written for a cassette that holds a secret the user gave us (`_secrets`
 marshal cannot hold, or when the folder is not writable: those loads parse the YAML every time, as
 without a cache. Deleting the folder is always safe.
 
+What else is derived from a cassette alone, such as replay's request keys (`cached`), is kept the same
+way in an entry of its own (`<name>.<tag>.bin`), checked against the same hash and against the sha256 of
+the source of the code that derives it (`source_sha256`), so an edit of that code rebuilds it.
+
 `JUDGE_REPLAY_NO_CACHE=1` turns the cache off (the benchmarks measure with and without it).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import marshal
@@ -43,17 +48,29 @@ FOLDER = Path(".judge-replay") / "cache" / "cassettes"
 OFF_VARIABLE = "JUDGE_REPLAY_NO_CACHE"
 
 
-def entry_path(cassette: Path) -> Path | None:
-    """Where the entry for `cassette` lives; None when the cache is off or the cassette is outside the
-    project (a temporary run, another checkout): those are parsed every time, and leave nothing behind."""
-    if os.environ.get(OFF_VARIABLE, "") not in ("", "0"):
+def is_off() -> bool:
+    """Whether `JUDGE_REPLAY_NO_CACHE` turns every cache of ours off."""
+    return os.environ.get(OFF_VARIABLE, "") not in ("", "0")
+
+
+def entry_path(cassette: Path, tag: str = "") -> Path | None:
+    """Where the entry for `cassette` (or what `tag` names derived from it) lives; None when the cache
+    is off or the cassette is outside the project (a temporary run, another checkout): those are parsed
+    every time, and leave nothing behind."""
+    if is_off():
         return None
     root = project_root().resolve()
     try:
         relative = cassette.resolve().relative_to(root)
     except ValueError:
         return None
-    return root / FOLDER / f"{hashlib.sha256(relative.as_posix().encode()).hexdigest()[:32]}.bin"
+    entry = root / FOLDER / f"{hashlib.sha256(relative.as_posix().encode()).hexdigest()[:32]}.bin"
+    return tagged(entry, tag)
+
+
+def tagged(entry: Path | None, tag: str) -> Path | None:
+    """The entry of what `tag` names derived from the cassette whose document entry is `entry`."""
+    return entry.with_name(f"{entry.stem}.{tag}.bin") if entry is not None and tag else entry
 
 
 def parsed_cassette(path: Path, parse: Callable[[str], Any], *, parser: str) -> Any:
@@ -61,19 +78,40 @@ def parsed_cassette(path: Path, parse: Callable[[str], Any], *, parser: str) -> 
     (errors propagate, as do the OSError and UnicodeDecodeError of reading the file) and stored for next
     time. `parser` names what `parse` does (a different name never reads this one's entries)."""
     raw = path.read_bytes()
-    entry = entry_path(path)
+    return cached(entry_path(path), raw, hashlib.sha256(raw).hexdigest(), lambda: parse(text_of(raw)), parser=parser)
+
+
+@functools.cache
+def source_sha256(*modules: str) -> str:
+    """The sha256 of the source files of these modules of our package (`_matching.py`, ...), as they
+    were on disk when first asked in this process: an editable install changes code without changing
+    its version."""
+    digest = hashlib.sha256()
+    for name in modules:
+        digest.update(name.encode() + b"\0" + (_PACKAGE / name).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def cached(entry: Path | None, raw: bytes, sha256: str, compute: Callable[[], Any], *, parser: str) -> Any:
+    """`compute()`, a value derived from a cassette alone (its bytes `raw`, their `sha256`), from
+    `entry` (`entry_path`; None: no cache) when it is valid; else computed and stored. `parser` names
+    the code that computes it (for derived values, include its `source_sha256`, so that editing that
+    code rebuilds the entry)."""
     if entry is None:
-        return parse(_text(raw))
-    header = {"format": FORMAT, "parser": _salted(parser), "source_sha256": hashlib.sha256(raw).hexdigest()}
+        return compute()
+    header = {"format": FORMAT, "parser": _salted(parser), "source_sha256": sha256}
     found, value = _read(entry, header)
     if found:
         return value
-    value = parse(_text(raw))
+    value = compute()
     _write(entry, header, value, raw)
     return value
 
 
-def _text(raw: bytes) -> str:
+def text_of(raw: bytes) -> str:
     """The bytes as `Path.read_text("utf-8")` gives them (universal newlines)."""
     return raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 

@@ -149,20 +149,18 @@ def _no_page_note(old: PageVersion | None, new: PageVersion | None) -> str:
 def _changed(item: ClaimEvidence, old_text: str, new_text: str) -> dict[str, object]:
     """Status fields of a claim whose page content changed."""
     values = _claim_values(item.claim)
-    old_lines, new_lines = _lines(old_text), _lines(new_text)
-    exact_new = _exact_lines(new_text)
     quoted = bool(item.quote.strip()) and quote_in(item.quote, old_text)
     old_tokens, new_tokens = _page_tokens(old_text), _page_tokens(new_text)
 
     if not quoted:
-        (grounds_now, words_now), now = _support(new_lines, new_tokens, item.claim, values)
-        (grounded_before, words_before), _ = _support(old_lines, old_tokens, item.claim, values)
+        (grounds_now, words_now), now = _support(new_text, item.claim, values)
+        (grounded_before, words_before), _ = _support(old_text, item.claim, values)
         if now is not None and ((grounds_now and not grounded_before) or words_now > max(words_before, 1)):
             return {"status": "value-changed", "old": None, "new": now.line.strip(),
                     "note": "the page now carries the claim's value: a verdict without a quote may now ground"}
 
     for anchor in _anchors(item, old_text):
-        twin = _counterpart(anchor.line, new_lines, exact_new)
+        twin = _counterpart(anchor.line, new_text)
         if twin is not None and _values_differ(anchor.line, twin.line, values):
             return {"status": "value-changed", "old": anchor.line.strip(), "new": twin.line.strip(),
                     "note": f"line {anchor.index + 1} now reads as line {twin.index + 1} with other values"}
@@ -170,8 +168,8 @@ def _changed(item: ClaimEvidence, old_text: str, new_text: str) -> dict[str, obj
     quote_gone = quoted and not quote_in(item.quote, new_text)
     vanished = sorted(v for v in values if v in old_tokens and v not in new_tokens)
     if vanished:
-        value_line = _value_line(old_lines, values, _claim_words(item.claim)) or _first(_anchors(item, old_text))
-        twin = _counterpart(value_line.line, new_lines, exact_new) if value_line else None
+        value_line = _value_line(old_text, values, _claim_words(item.claim)) or _first(_anchors(item, old_text))
+        twin = _counterpart(value_line.line, new_text) if value_line else None
         # a removed row or paragraph took the quote with it: that is the quote gone, not a new value
         if twin is not None or not quote_gone:
             return {"status": "value-changed", "old": value_line.line.strip() if value_line else None,
@@ -180,7 +178,7 @@ def _changed(item: ClaimEvidence, old_text: str, new_text: str) -> dict[str, obj
 
     if quote_gone:
         quote_line = _quote_line(old_text, item.quote)
-        twin = _counterpart(quote_line.line, new_lines, exact_new) if quote_line else None
+        twin = _counterpart(quote_line.line, new_text) if quote_line else None
         return {"status": "quote-gone", "old": quote_line.line.strip() if quote_line else None,
                 "new": twin.line.strip() if twin else None, "note": "the recorded quote no longer occurs"}
 
@@ -196,6 +194,7 @@ _EMPHASIS = re.compile(r"\*+|(?<![0-9A-Za-z])_+|_+(?![0-9A-Za-z])|~~")
 _CELL_EDGE = re.compile(r"\s*\|\s*")
 
 
+@functools.lru_cache(maxsize=256)
 def formatting_free(text: str) -> str:
     """Text as it reads, without its markdown formatting: no backticks, no emphasis markers (`*`, `**`,
     `_` at a word's edge, `~~`), no padding around table cell bars, whitespace collapsed. Two versions of
@@ -215,17 +214,16 @@ def claim_line_pair(old_text: str, new_text: str, claim: str | None, quote_a: st
     one side for a line removed or added, (None, None) when none of those lines changed. Tried in order:
     the line of A's quote in the old page, of B's quote in the new page, then of the claim's values in
     each."""
-    old_lines, new_lines = _lines(old_text), _lines(new_text)
     exact_old, exact_new = _exact_lines(old_text), _exact_lines(new_text)
     values, words = _claim_values(claim), _claim_words(claim)
     tries = [
         (False, _quote_line(old_text, quote_a)), (True, _quote_line(new_text, quote_b)),
-        (False, _value_line(old_lines, values, words)), (True, _value_line(new_lines, values, words)),
+        (False, _value_line(old_text, values, words)), (True, _value_line(new_text, values, words)),
     ]
     for in_new, line in tries:
         if line is None or normalise_ws(line.line) in (exact_old if in_new else exact_new):
             continue
-        twin = _counterpart(line.line, old_lines if in_new else new_lines, exact_old if in_new else exact_new)
+        twin = _counterpart(line.line, old_text if in_new else new_text)
         found, other = line.line.strip(), twin.line.strip() if twin else None
         return (other, found) if in_new else (found, other)
     return None, None
@@ -319,16 +317,36 @@ def _quote_line(old_text: str, quote: str) -> Located | None:
     return found
 
 
-def _value_line(lines: Sequence[Located], values: set[str], words: set[str]) -> Located | None:
-    """The line carrying most of the claim's value tokens, then most of its subject words (first on a
-    tie: `1` is on many lines, `1 K` for Azure for Students on one), if any carries a value."""
-    best, best_score = None, (0, 0)
-    for line in lines:
-        toks = _tokset(line.line)
-        score = (len(values & toks), len(words & toks))
-        if score[0] and score > best_score:
-            best, best_score = line, score
-    return best
+def _value_line(text: str, values: set[str], words: set[str]) -> Located | None:
+    """The line of a page carrying most of the claim's value tokens, then most of its subject words
+    (first on a tie: `1` is on many lines, `1 K` for Azure for Students on one), if any carries a value.
+    Only the lines holding a value are looked at (`_line_index`)."""
+    lines, index = _lines(text), _line_index(text)
+    by_value = _counts(index, values)
+    if not by_value:
+        return None
+    by_word = _counts(index, words)
+    best = min(by_value, key=lambda i: (-by_value[i], -by_word.get(i, 0), i))
+    return lines[best]
+
+
+@functools.lru_cache(maxsize=32)
+def _line_index(text: str) -> dict[str, tuple[int, ...]]:
+    """Token -> the positions in `_lines(text)` of the lines holding it (`_tokset`), once per page."""
+    index: dict[str, list[int]] = {}
+    for i, line in enumerate(_lines(text)):
+        for token in _tokset(line.line):
+            index.setdefault(token, []).append(i)
+    return {token: tuple(at) for token, at in index.items()}
+
+
+def _counts(index: Mapping[str, tuple[int, ...]], tokens_: AbstractSet[str]) -> dict[int, int]:
+    """How many of `tokens_` each line holds (lines holding none left out)."""
+    counts: dict[int, int] = {}
+    for token in tokens_:
+        for i in index.get(token, ()):
+            counts[i] = counts.get(i, 0) + 1
+    return counts
 
 
 def _anchors(item: ClaimEvidence, old_text: str) -> list[Located]:
@@ -337,39 +355,112 @@ def _anchors(item: ClaimEvidence, old_text: str) -> list[Located]:
     quote_line = _quote_line(old_text, item.quote)
     if quote_line is not None:
         out.append(quote_line)
-    value_line = _value_line(_lines(old_text), _claim_values(item.claim), _claim_words(item.claim))
+    value_line = _value_line(old_text, _claim_values(item.claim), _claim_words(item.claim))
     if value_line is not None and all(value_line.index != a.index for a in out):
         out.append(value_line)
     return out
 
 
-def _counterpart(line: str, new_lines: Sequence[Located], exact_new: AbstractSet[str]) -> Located | None:
+@dataclass(frozen=True)
+class _PageLines:
+    """A page version's lines, read once per command: what every counterpart look-up on it needs."""
+
+    by_text: dict[str, Located]
+    """Whitespace-normalised line -> the first line reading so."""
+    rows: tuple[tuple[Located, list[str], tuple[str, ...]], ...]
+    """Table rows: (line, cells, row key)."""
+    prose: tuple[Located, ...]
+    """Lines that are not table rows."""
+    counterparts: dict[str, Located | None]
+    """Lines of another version already matched to this one (many claims rest on the same line)."""
+
+
+@functools.lru_cache(maxsize=32)
+def _page_lines(text: str) -> _PageLines:
+    by_text: dict[str, Located] = {}
+    rows, prose = [], []
+    for line in _lines(text):
+        by_text.setdefault(normalise_ws(line.line), line)
+        cells = _cells(line.line)
+        if cells is None:
+            prose.append(line)
+        else:
+            rows.append((line, cells, _row_key(cells)))
+    return _PageLines(by_text, tuple(rows), tuple(prose), {})
+
+
+def _counterpart(line: str, new_text: str) -> Located | None:
     """The new page's version of an old line: itself, the row with the same key, or the closest line."""
-    wanted = normalise_ws(line)
-    if wanted in exact_new:
-        return next(n for n in new_lines if normalise_ws(n.line) == wanted)
+    page = _page_lines(new_text)
+    if line not in page.counterparts:
+        page.counterparts[line] = _find_counterpart(line, page)
+    return page.counterparts[line]
+
+
+def _find_counterpart(line: str, page: _PageLines) -> Located | None:
+    same = page.by_text.get(normalise_ws(line))
+    if same is not None:
+        return same
     cells = _cells(line)
     if cells is not None:
         key = _row_key(cells)
-        rows = [(n, c) for n in new_lines if (c := _cells(n.line)) is not None]
-        same_key = [(n, c) for n, c in rows if key and _row_key(c) == key]
+        same_key = [(n, c) for n, c, k in page.rows if key and k == key]
         if same_key:
-            return max(same_key, key=lambda nc: (_equal_cells(cells, nc[1]), _ratio(line, nc[0].line)))[0]
-        candidates = [n for n, c in rows if _renamed_key(key, _row_key(c))]
+            # the row sharing most cells, then the most alike (the first on a tie); ratios only for the first
+            equal = [_equal_cells(cells, c) for _, c in same_key]
+            tied = [n for (n, _), e in zip(same_key, equal) if e == max(equal)]
+            return tied[0] if len(tied) == 1 else max(tied, key=lambda n: _ratio(line, n.line))
+        candidates: Sequence[Located] = [n for n, _, k in page.rows if _renamed_key(key, k)]
     else:
-        candidates = [n for n in new_lines if _cells(n.line) is None]
-    words = set(subject_words(line))
-    best, best_score = None, (0, 0.0)
+        candidates = page.prose
+    return _closest(line, candidates)
+
+
+def _closest(line: str, candidates: Sequence[Located]) -> Located | None:
+    """The candidate sharing most subject words with `line` among those alike enough (`_SIMILAR`), the
+    most alike among those, the first on a tie. Candidates sharing fewer words are looked at only when
+    none of those sharing more is alike enough."""
+    words = _line_words(line)
+    by_shared: dict[int, list[Located]] = {}
     for cand in candidates:
-        ratio = _ratio(line, cand.line)
-        if not ratio:
+        by_shared.setdefault(len(words & _line_words(cand.line)), []).append(cand)
+    for shared in sorted(by_shared, reverse=True):
+        best = _most_alike(line, by_shared[shared])
+        if best is not None:
+            return best
+    return None
+
+
+def _most_alike(line: str, candidates: Sequence[Located]) -> Located | None:
+    """The first of the candidates with the highest difflib ratio to `line`, if any reaches `_SIMILAR`.
+    The full ratio (the costly part) is computed in order of its upper bound (`quick_ratio`) and no more
+    once the bound falls below the best ratio found: the answer is the one comparing every candidate gives."""
+    wanted = normalise_ws(line)
+    bounded: list[tuple[float, int, difflib.SequenceMatcher[str]]] = []
+    for i, cand in enumerate(candidates):
+        matcher = difflib.SequenceMatcher(None, wanted, normalise_ws(cand.line), autojunk=False)
+        if matcher.real_quick_ratio() < _SIMILAR:
             continue
-        score = (len(words & set(subject_words(cand.line))), ratio)
-        if score > best_score:
-            best, best_score = cand, score
-    return best
+        bound = matcher.quick_ratio()
+        if bound >= _SIMILAR:
+            bounded.append((bound, i, matcher))
+    bounded.sort(key=lambda b: (-b[0], b[1]))
+    best, best_ratio = -1, 0.0
+    for bound, i, matcher in bounded:
+        if bound < best_ratio:
+            break
+        ratio = matcher.ratio()
+        if ratio >= _SIMILAR and (ratio > best_ratio or (ratio == best_ratio and i < best)):
+            best, best_ratio = i, ratio
+    return candidates[best] if best >= 0 else None
 
 
+@functools.lru_cache(maxsize=8192)
+def _line_words(line: str) -> frozenset[str]:
+    return frozenset(subject_words(line))
+
+
+@functools.lru_cache(maxsize=65536)
 def _renamed_key(old: tuple[str, ...], new: tuple[str, ...]) -> bool:
     """Whether a row key reads as a renamed form of another (`dall-e-3` -> `dalle-3`, `Max ...` ->
     `Maximum ...`): much alike, and the same digits in the same order, since `gpt-5.1` and `gpt-5.2`, or
@@ -382,6 +473,7 @@ def _renamed_key(old: tuple[str, ...], new: tuple[str, ...]) -> bool:
     return bool(_ratio(a, b, floor=_SIMILAR_KEY))
 
 
+@functools.lru_cache(maxsize=65536)
 def _ratio(a: str, b: str, floor: float = _SIMILAR) -> float:
     """difflib's similarity of two lines, or 0 when it is below `floor`."""
     matcher = difflib.SequenceMatcher(None, normalise_ws(a), normalise_ws(b), autojunk=False)
@@ -409,24 +501,28 @@ def _values_differ(old_line: str, new_line: str, values: set[str]) -> bool:
     return False
 
 
-def _support(lines: Sequence[Located], page_tokens: AbstractSet[str], claim: str | None,
-             values: set[str]) -> tuple[tuple[bool, int], Located | None]:
+def _support(text: str, claim: str | None, values: set[str]) -> tuple[tuple[bool, int], Located | None]:
     """How well a page would ground a claim that has no quote: ((whether it grounds as the judge policy
     reads it, the most subject words on one line carrying every value), the line that best grounds it).
     The policy grounds a claim when every value token occurs anywhere in the page (or, with no value,
     when one line carries every subject word); the line count catches the row that now states the
     claim's fact when its values (`2`) were on the page all along."""
     words = _claim_words(claim)
+    lines, index = _lines(text), _line_index(text)
     if not values:
-        line = next((line for line in lines if words and words <= _tokset(line.line)), None)
+        by_word = _counts(index, words)
+        every = [i for i, n in by_word.items() if n == len(words)]
+        line = lines[min(every)] if every else None
         return (line is not None, 0), line
-    best, best_count = None, -1
-    for line in lines:
-        toks = _tokset(line.line)
-        if values <= toks and len(words & toks) > best_count:
-            best, best_count = line, len(words & toks)
-    grounds = values <= page_tokens
-    return (grounds, best_count), best or (_value_line(lines, values, words) if grounds else None)
+    by_value, by_word = _counts(index, values), _counts(index, words)
+    holding = [i for i, n in by_value.items() if n == len(values)]
+    best: Located | None = None
+    best_count = -1
+    if holding:
+        top = min(holding, key=lambda i: (-by_word.get(i, 0), i))
+        best, best_count = lines[top], by_word.get(top, 0)
+    grounds = values <= _page_tokens(text)
+    return (grounds, best_count), best or (_value_line(text, values, words) if grounds else None)
 
 
 # --------------------------------------------------------------------------- the report
@@ -477,12 +573,12 @@ def drift_report(
     `claims_paths` maps a claims batch's `file` to its claims file path, and `recorded_as` is the run's
     manifest, for the command that re-records the files at risk the way the run was recorded (into
     `rerecord_run`; `rerecord_note` says what that folder is, see `rerecord_target`)."""
-    claims = []
-    for item in items:
-        key = normalise_learn_url(item.evidence_url) if item.evidence_url else None
-        old = old_pages.get(key) if key else None
-        new = new_pages.get(key) if key else None
-        claims.append(claim_drift(item, old, new))
+    keys = [normalise_learn_url(item.evidence_url) if item.evidence_url else "" for item in items]
+    found: dict[int, DriftClaim] = {}
+    for i in sorted(range(len(items)), key=keys.__getitem__):  # page by page (what each page's caches serve)
+        found[i] = claim_drift(items[i], old_pages.get(keys[i]) if keys[i] else None,
+                               new_pages.get(keys[i]) if keys[i] else None)
+    claims = [found[i] for i in range(len(items))]
     at_risk = [{"file": c.file, "id": c.id} for c in claims if is_at_risk(c)]
     files = list(dict.fromkeys(c["file"] for c in at_risk))
     commands = []

@@ -106,11 +106,12 @@ def run_input(run: Run, claims: Sequence[ClaimsBatch] = ()) -> RunInput:
     given = {(b.file, c.id): c for b in claims for c in b.claims}
     known: dict[Key, Claim] = {}
     conversations: dict[str, Conversation] = {}
+    texts_wanted = {k[0] for k in results if k not in given}
     for file in files:
         conv = _conversation(run, file)
         if conv is not None:
             conversations[file] = conv
-        if any(k[0] == file and k not in given for k in results):
+        if file in texts_wanted:
             for claim in run.claims(file) or []:
                 known[(file, claim.id)] = claim
     known.update(given)

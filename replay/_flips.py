@@ -6,6 +6,7 @@ the entry point) from run folders; nothing here reads a file or the network.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -109,7 +110,7 @@ class RunInput:
     file_errors: Mapping[str, str] = field(default_factory=dict)
     """claims file -> why its conversation failed, for the files that did."""
 
-    @property
+    @functools.cached_property
     def prompt_id(self) -> str | None:
         """What identifies the prompt: the sha of its text, else the manifest's sha."""
         return sha256_text(self.prompt_text) if self.prompt_text is not None else self.prompt_sha256
@@ -824,8 +825,12 @@ def flip_report(
     prompt_changed, prompt_info = _prompt_state(a, b)
     keys_a, keys_b = set(a.results), set(b.results)
     flips, held = [], []
-    for key in sorted(keys_a & keys_b):
-        flip, kept = explain_flip(key, a, b, prompt_changed, prompt_info, extras, gold)
+    paired = sorted(keys_a & keys_b)
+    # explained page by page (what each page's caches serve), reported in claim order
+    by_page = sorted(paired, key=lambda k: _cited_page(a.results[k]) or _cited_page(b.results[k]))
+    explained = {key: explain_flip(key, a, b, prompt_changed, prompt_info, extras, gold) for key in by_page}
+    for key in paired:
+        flip, kept = explained[key]
         if flip is not None:
             flips.append(flip)
         if kept is not None:
@@ -846,6 +851,10 @@ def flip_report(
               for side, r in (("a", a), ("b", b))},
         extra_runs=[x.name for x in extras],
     )
+
+
+def _cited_page(result: ClaimResult) -> str:
+    return normalise_learn_url(result.evidence_url) if result.evidence_url else ""
 
 
 def gold_labels(gold: GoldSet | None) -> dict[Key, str]:

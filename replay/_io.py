@@ -143,16 +143,15 @@ def _no_constant(name: str) -> Any:
 
 
 def _deeper_than(data: Any, limit: int) -> bool:
-    """Whether arrays/objects nest more than `limit` levels (walked without recursion)."""
-    stack = [(data, 1)]
+    """Whether arrays/objects nest more than `limit` levels (walked without recursion, containers only)."""
+    stack = [(data, 1)] if isinstance(data, (dict, list)) else []
     while stack:
         node, depth = stack.pop()
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
-        if children is None:
-            continue
         if depth > limit:
             return True
-        stack.extend((child, depth + 1) for child in children)
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
     return False
 
 

@@ -70,7 +70,10 @@ def shared_ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+@cache
 def _client_version() -> str:
+    """This package's version, as `initialize` names the client (read once: a metadata look-up costs
+    more than the handshake itself)."""
     try:
         return metadata.version("judge-replay")
     except metadata.PackageNotFoundError:  # pragma: no cover - only when run from a bare checkout

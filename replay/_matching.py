@@ -14,11 +14,19 @@ and every header. What it keeps depends on the kind of request:
 - anything else: HTTP method, path and query, and the body text.
 
 Keys are plain tuples, so look-ups go through a dict (O(1)); `closest` searches only on a miss.
+
+A model request is large (it re-sends every page read so far), and its canonical key costs a JSON
+parse and a sorted dump. Replay therefore first looks it up by `SentKey`: method, path, query and the
+sha256 of the exact body bytes, which the same code sends again byte for byte. A recorded request's sent forms
+(`sent_form`: its body as compact JSON in the order the SDK wrote it, with and without breakpoints) are
+kept beside its canonical key only when they have the same canonical key, so a request found by its
+bytes is known to have that key; any other request is keyed canonically, as before.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal
@@ -31,6 +39,9 @@ Kind = Literal["model", "learn", "other"]
 RequestKey = tuple[str, str, str, str]
 """(kind, HTTP method, target, canonical body): target is the path for model/other requests and the
 JSON-RPC method for Learn, each followed by the sorted query string when there is one."""
+SentKey = tuple[str, str, str, bytes]
+"""(HTTP method, path, query, sha256 of the body bytes) of a model request exactly as sent (see the
+module docstring)."""
 
 _MODEL_PATH = "/v1/messages"
 _MAX_SHOWN = 3
@@ -85,11 +96,15 @@ class CanonicalRequest:
 
 def canonical_request(method: str, uri: str, body: bytes | str | None) -> CanonicalRequest:
     """The canonical form of one request (its key, kind, parsed body)."""
+    text = body.decode("utf-8", "replace") if isinstance(body, (bytes, bytearray)) else (body or "")
+    return _canonical(method, uri, text, _parse_json(text))
+
+
+def _canonical(method: str, uri: str, text: str, parsed: Any) -> CanonicalRequest:
+    """`canonical_request` of a body whose text is `text`, parsed as `parsed` (`_parse_json(text)`)."""
     parts = urlsplit(uri)
     query = "?" + urlencode(sorted(parse_qsl(parts.query, keep_blank_values=True))) if parts.query else ""
     method = method.upper()
-    text = body.decode("utf-8", "replace") if isinstance(body, (bytes, bytearray)) else (body or "")
-    parsed = _parse_json(text)
     if _MODEL_PATH in parts.path:
         canonical = _canonical_json(without_breakpoints(parsed)) if parsed is not None else text
         return CanonicalRequest(("model", method, parts.path + query, canonical), "model", parsed)
@@ -103,6 +118,51 @@ def canonical_request(method: str, uri: str, body: bytes | str | None) -> Canoni
         matched_batch = [[m.get("method"), _params(m).get("name"), _params(m).get("arguments")] for m in parsed]
         return CanonicalRequest(("learn", method, "batch" + query, _canonical_json(matched_batch)), "learn", parsed, "batch")
     return CanonicalRequest(("other", method, parts.path + query, text), "other", parsed)
+
+
+def sent_key(method: str, uri: str, body: bytes | str | None) -> SentKey | None:
+    """The exact-bytes key of a model request (None for any other request: Learn requests are small,
+    and keyed canonically)."""
+    parts = urlsplit(uri)
+    if _MODEL_PATH not in parts.path:
+        return None
+    raw = body.encode("utf-8") if isinstance(body, str) else bytes(body or b"")
+    return (method.upper(), parts.path, parts.query, hashlib.sha256(raw).digest())
+
+
+def key_digest(key: RequestKey) -> bytes:
+    """A fixed-size stand-in for a canonical key (the sha256 of its parts): what replay's index holds,
+    so that a model request's key is not a second copy of its body."""
+    digest = hashlib.sha256()
+    for part in key:
+        data = part.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "big") + data)
+    return digest.digest()
+
+
+def sent_form(method: str, uri: str, body: str | None) -> tuple[CanonicalRequest, list[SentKey]]:
+    """A recorded request's canonical form, and for a model request the `SentKey`s of the bodies a replay
+    of it may send: compact JSON in recorded key order, as recorded and without breakpoints (a replay
+    adds none). Each has the same canonical key (JSON read back from `json.dumps` is the same value, and
+    the form without breakpoints is kept only when removing them again changes nothing), so a request
+    with those bytes is known to have that key; any other request is found by its canonical key."""
+    text = body or ""
+    parsed = _parse_json(text)
+    creq = _canonical(method, uri, text, parsed)
+    if creq.kind != "model" or parsed is None:
+        return creq, []
+    stripped = without_breakpoints(parsed)
+    values = [parsed] + ([stripped] if stripped != parsed and without_breakpoints(stripped) == stripped else [])
+    forms = []
+    for value in values:
+        sent = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        try:
+            sent.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate escape: no client sends these bytes
+            continue
+        if (found := sent_key(method, uri, sent)) is not None:
+            forms.append(found)
+    return creq, forms
 
 
 def _parse_json(text: str) -> Any:
@@ -221,15 +281,17 @@ def closest(request: CanonicalRequest, recorded: Iterable[tuple[int, CanonicalRe
 def results_differences(recorded: list[Any], replayed: list[Any]) -> list[str]:
     """Per-file explanation of how a replay's `files` differ from the recorded ones (empty: equal)."""
     problems: list[str] = []
-    # `cost_usd` is priced from the usage (compared) by the table of the day, not an outcome of the judge
-    mine = {f.file: f.model_dump(mode="json", exclude={"cost_usd"}) for f in replayed}
-    theirs = {f.file: f.model_dump(mode="json", exclude={"cost_usd"}) for f in recorded}
+    mine = {f.file: f for f in replayed}
+    theirs = {f.file: f for f in recorded}
     for name in theirs.keys() - mine.keys():
         problems.append(f"{name}: recorded, but the replay produced no result for it")
     for name in mine.keys() - theirs.keys():
         problems.append(f"{name}: produced by the replay, but not in the recorded results.json")
     for name in sorted(mine.keys() & theirs.keys()):
-        a, b = mine[name], theirs[name]
+        # one file's dumps at a time; `cost_usd` is priced from the usage (compared) by the table of
+        # the day, not an outcome of the judge
+        a = mine[name].model_dump(mode="json", exclude={"cost_usd"})
+        b = theirs[name].model_dump(mode="json", exclude={"cost_usd"})
         if a == b:
             continue
         claims_a = {r.get("id"): r for r in a.pop("results", [])}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Literal
@@ -22,6 +23,7 @@ STAND_IN_HEADER = "x-judge-replay-stand-in"
 _LOCALE = re.compile(r"^/[a-z]{2}-[a-z]{2}(?=/|$)", re.I)
 
 
+@functools.lru_cache(maxsize=4096)
 def normalise_learn_url(url: str) -> str:
     """SPEC.md URL normalisation: scheme and host lower-cased, `/en-us/`-style locale, fragment and
     trailing slash dropped."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import functools
 import re
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ._text import line_token_set, normalise_ws, parse_number
+from ._text import joined_lines, line_at, line_token_set, normalise_ws, normalised_lines, page_lines, parse_number
 
 CONTEXT_LINES = 2
 UNCHANGED = "page unchanged"
@@ -31,55 +32,94 @@ class RegionDiff:
     """`page unchanged`, `page changed elsewhere`, ... ; empty when the diff says it all."""
 
 
-def _quote_lines(lines: list[str], quote: str) -> set[int]:
-    """Lines that hold the quote, or (for a quote spanning lines) lines the quote holds."""
+def _quote_lines(text: str, quote: str) -> set[int]:
+    """Lines of the page that hold the quote (whitespace-normalised), or (for a quote spanning lines)
+    lines of 20 characters or more that the quote holds."""
     q = normalise_ws(quote)
     if not q:
         return set()
+    joined, starts = joined_lines(text)
     hits = set()
-    for i, line in enumerate(lines):
-        n = normalise_ws(line)
-        if n and (q in n or (len(n) >= 20 and n in q)):
-            hits.add(i)
+    at = joined.find(q)
+    while at >= 0:
+        hits.add(line_at(starts, at))
+        at = joined.find(q, at + 1)
+    by_start = _long_lines(text)
+    for at in range(len(q) - _LONG + 1):
+        for i, line in by_start.get(q[at:at + _LONG], ()):
+            if q.startswith(line, at):
+                hits.add(i)
     return hits
 
 
+_LONG = 20
+"""Shortest line a quote spanning lines is taken to hold (shorter ones are too common to count)."""
+
+
 @functools.lru_cache(maxsize=64)
-def _token_sets(lines: tuple[str, ...]) -> tuple[frozenset[str], ...]:
-    """Each line's tokens; cached because every claim resting on a page scores the same lines."""
-    return tuple(frozenset(line_token_set(line)) for line in lines)
+def _long_lines(text: str) -> dict[str, list[tuple[int, str]]]:
+    """The page's normalised lines of `_LONG` characters or more, by their first `_LONG` characters."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    for i, line in enumerate(normalised_lines(text)):
+        if len(line) >= _LONG:
+            out.setdefault(line[:_LONG], []).append((i, line))
+    return out
 
 
-def _scores(lines: list[str], words: Sequence[str]) -> list[int]:
-    wanted = set(words)
-    return [len(wanted & t) for t in _token_sets(tuple(lines))]
+def _counts(text: str, words: Sequence[str]) -> dict[int, int]:
+    """How many of the words each line holds (lines holding none left out)."""
+    index = _token_index(text)
+    counts: dict[int, int] = {}
+    for word in set(words):
+        for i in index.get(word, ()):
+            counts[i] = counts.get(i, 0) + 1
+    return counts
 
 
-def focus_lines(lines: list[str], values: Sequence[str], quotes: Sequence[str], subjects: Sequence[str] = ()) -> set[int]:
-    """The lines a claim rests on: those carrying most of its value tokens (ties broken by its subject
-    words; with no value on the page, the lines sharing most, and at least two, subject words), and
-    those holding a quote."""
+@functools.lru_cache(maxsize=64)
+def _token_sets(text: str) -> tuple[frozenset[str], ...]:
+    """Each line's tokens (`line_token_set`), once per page: every claim resting on a page scores the
+    same lines."""
+    return tuple(frozenset(line_token_set(line)) for line in page_lines(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _token_index(text: str) -> dict[str, tuple[int, ...]]:
+    """Token -> the lines holding it, once per page."""
+    index: dict[str, list[int]] = {}
+    for i, tokens in enumerate(_token_sets(text)):
+        for token in tokens:
+            index.setdefault(token, []).append(i)
+    return {token: tuple(at) for token, at in index.items()}
+
+
+def focus_lines(text: str, values: Sequence[str], quotes: Sequence[str], subjects: Sequence[str] = ()) -> set[int]:
+    """The lines of a page a claim rests on: those carrying most of its value tokens (ties broken by its
+    subject words; with no value on the page, the lines sharing most, and at least two, subject words),
+    and those holding a quote."""
     hits: set[int] = set()
-    by_value = _scores(lines, values)
-    by_subject = _scores(lines, subjects)
-    best = max(by_value, default=0)
+    by_value = _counts(text, values)
+    best = max(by_value.values(), default=0)
     if best:
-        tied = [i for i, s in enumerate(by_value) if s == best]
-        top = max(by_subject[i] for i in tied)
+        tied = [i for i, s in by_value.items() if s == best]
+        wanted, sets = set(subjects), _token_sets(text)
+        by_subject = {i: len(wanted & sets[i]) for i in tied}
+        top = max(by_subject.values())
         hits |= {i for i in tied if by_subject[i] == top}
     else:
-        top = max(by_subject, default=0)
+        by_subject = _counts(text, subjects)
+        top = max(by_subject.values(), default=0)
         if top >= 2:
-            hits |= {i for i, s in enumerate(by_subject) if s == top}
+            hits |= {i for i, s in by_subject.items() if s == top}
     for quote in quotes:
-        hits |= _quote_lines(lines, quote)
+        hits |= _quote_lines(text, quote)
     return hits
 
 
 @functools.lru_cache(maxsize=64)
 def _opcodes(old: str, new: str) -> tuple[tuple[str, int, int, int, int], ...]:
     """Line opcodes of old -> new; cached because every claim resting on a page diffs the same pair."""
-    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    matcher = difflib.SequenceMatcher(None, page_lines(old), page_lines(new), autojunk=False)
     return tuple(matcher.get_opcodes())
 
 
@@ -104,13 +144,19 @@ def region_diff(
     """The hunks of old -> new that touch the claim's lines (values or quotes), with a few lines of context."""
     if old == new:
         return RegionDiff(False, False, "", UNCHANGED)
-    a, b = old.splitlines(), new.splitlines()
-    focus_a, focus_b = focus_lines(a, values, quotes, subjects), focus_lines(b, values, quotes, subjects)
+    a, b = page_lines(old), page_lines(new)
+    focus_a, focus_b = focus_lines(old, values, quotes, subjects), focus_lines(new, values, quotes, subjects)
     if not focus_a and not focus_b:
         return RegionDiff(True, False, "", NOT_ON_PAGE)
 
+    sorted_a, sorted_b = sorted(focus_a), sorted(focus_b)
+
+    def within(lines: list[int], start: int, stop: int) -> bool:
+        at = bisect.bisect_left(lines, start)
+        return at < len(lines) and lines[at] < stop
+
     def touches(i1: int, i2: int, j1: int, j2: int) -> bool:
-        return any(i1 <= i < i2 for i in focus_a) or any(j1 <= j < j2 for j in focus_b)
+        return within(sorted_a, i1, i2) or within(sorted_b, j1, j2)
 
     ops = list(_opcodes(old, new))
     chosen = [k for k, (tag, *span) in enumerate(ops) if tag != "equal" and touches(*span)]
@@ -128,7 +174,7 @@ WINDOW = 6
 are shown (a rewritten section should not bury the row that matters)."""
 
 
-def _format_hunk(a: list[str], b: list[str], hunk: list[Op], focus_a: set[int], focus_b: set[int]) -> list[str]:
+def _format_hunk(a: Sequence[str], b: Sequence[str], hunk: list[Op], focus_a: set[int], focus_b: set[int]) -> list[str]:
     """A hunk as unified-diff lines; long changes are cut to the claim's neighbourhood, each visible run
     getting its own exact `@@` header."""
     entries: list[tuple[str, int, int, str, bool]] = []  # prefix, old cursor, new cursor, text, shown
@@ -160,7 +206,7 @@ def _window(span: range, focus: set[int]) -> set[int]:
     """The lines of one side of a change to show: all of a short change, else those near the claim."""
     if len(span) <= 2 * WINDOW:
         return set(span)
-    near = {i for i in span if any(abs(i - f) <= WINDOW for f in focus)}
+    near = {i for f in focus for i in range(max(span.start, f - WINDOW), min(span.stop, f + WINDOW + 1))}
     return near or set(span[:WINDOW])
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import diskcache  # type: ignore[import-untyped]
 
+from ._cassette import LearnCall
 from ._config import project_root, setting_path
 from ._errors import InputError, UsageError
 from ._io import display_path
@@ -158,9 +159,11 @@ class PageStore:
         found = self._cache.get(f"url:{normalise_learn_url(url)}")
         return found if isinstance(found, dict) else {"url": url, "seen": {}}
 
-    def index_run(self, run: Run) -> bool:
+    def index_run(self, run: Run, pages_read: dict[str, list[PageFetched]] | None = None) -> bool:
         """Add the pages one run read, as one recording of its folder; False when that folder is already
-        indexed at the same run.json. Versions indexed before are kept, whatever the run became since."""
+        indexed at the same run.json. Versions indexed before are kept, whatever the run became since.
+        `pages_read`: what the recording that wrote the run fetched, per claims file (`pages_fetched` of
+        the interactions it wrote), so its cassettes are not read again; other files' cassettes are."""
         manifest_sha = hashlib.sha256((run.path / MANIFEST).read_bytes()).hexdigest()
         folder = str(run.path.resolve())
         known = self._cache.get(f"run:{folder}")
@@ -168,11 +171,10 @@ class PageStore:
             return False
         seen_at = run.manifest.recorded_at
         recording = f"{folder}#{seen_at}"
-        fetched: list[tuple[str, str, NoPage | None]] = []  # (url, reply text, why it is no page)
+        fetched: list[PageFetched] = []
         for entry in run.manifest.claims:
-            for call in run.learn_calls(entry.file):
-                if call.tool == FETCH_TOOL and "url" in call.arguments:
-                    fetched.append((str(call.arguments["url"]), call.text, no_page_reason(call.text, call.is_error)))
+            known = (pages_read or {}).get(entry.file)
+            fetched.extend(known if known is not None else pages_fetched(run.learn_calls(entry.file)))
         with self._cache.transact():
             for url, text, no_page in fetched:
                 if no_page is None:
@@ -253,6 +255,16 @@ class PageStore:
         if not hits:
             raise UsageError(f"no recorded version of {url} has a hash starting {prefix!r}; known: {known}")
         raise UsageError(f"hash prefix {prefix!r} matches {len(hits)} versions of {url}; give more of it ({known})")
+
+
+PageFetched = tuple[str, str, NoPage | None]
+"""(URL, reply text, why it is no page) of one `microsoft_docs_fetch`."""
+
+
+def pages_fetched(calls: Iterable[LearnCall]) -> list[PageFetched]:
+    """The page fetches among a cassette's Learn calls, in order."""
+    return [(str(call.arguments["url"]), call.text, no_page_reason(call.text, call.is_error))
+            for call in calls if call.tool == FETCH_TOOL and "url" in call.arguments]
 
 
 def _labels(recordings: set[str]) -> dict[str, str]:

@@ -23,10 +23,17 @@ unrecorded. These stubs and that protocol are all we use of vcrpy besides its ca
   exits without an exception. A crash or Ctrl-C writes nothing and leaves earlier cassettes as they were.
   A `microsoft_docs_fetch` of a page another conversation of this recording already fetched is
   answered from that response (JSON-RPC id rewritten) without going out, and still written to this
-  conversation's cassette (`stats.page_cache_hits`).
+  conversation's cassette (`stats.page_cache_hits`). A fetch of a page another conversation is fetching
+  right now waits for that answer, so live fetches = unique pages at any concurrency; when that fetch
+  fails (not 200, an error reply, an exception, Ctrl-C) a waiter goes out itself. (Each patched
+  transport call releases the page it claimed on any way out: `_settling`.)
 - replay: every request is answered from the cassette through a dict index (canonical key -> deque of
   interactions in recorded order: O(1), identical requests replay in recorded order) or raises
-  `CassetteMiss`; nothing reaches the network or needs DNS, also on a thread with no conversation.
+  `CassetteMiss`; nothing reaches the network or needs DNS, also on a thread with no conversation. A
+  model request is first looked up by its exact bytes (`_matching.sent_form`), which leads to the same
+  deque; the index, and each Learn reply with its recorded JSON-RPC id set, come from the parsed-cassette
+  cache (`_replay_index`). A conversation's tape is dropped when it ends; what `verify` needs of it
+  (`unused_requests`, `recorded_interactions`) is kept instead.
 - `pages_from=RUN` (live or record): every Learn request is served from that run's cassettes, pooled;
   model calls go live (and are recorded in record mode, together with the Learn answers served).
   In replay it is ignored: a run recorded that way already holds its Learn answers.
@@ -46,6 +53,8 @@ becomes the request's id, and an MCP reply's session header the request's sessio
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import importlib
 import json
 import threading
@@ -54,16 +63,39 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ._bodies import rewrite_sse_json
-from ._cassette import CASSETTE_SUFFIX, Interaction, decode_content, load_cassette, normalise_recording, save_cassette
+from ._cassette import (
+    CASSETTE_SUFFIX,
+    Interaction,
+    decode_content,
+    learn_calls,
+    load_cassette,
+    load_with,
+    normalise_recording,
+    save_cassette,
+)
 from ._errors import CassetteMiss, InputError, UsageError
-from ._matching import CanonicalRequest, RequestKey, canonical_request, closest, results_differences
-from ._mcp import normalise_learn_url
-from ._records import RunStats
+from ._matching import (
+    CanonicalRequest,
+    RequestKey,
+    SentKey,
+    canonical_request,
+    closest,
+    key_digest,
+    results_differences,
+    sent_form,
+    sent_key,
+)
+from ._mcp import normalise_learn_url, parse_jsonrpc_reply
+from ._cassette_cache import source_sha256
+from ._records import FileResult, RunStats
 from ._runs import cassette_name
 from ._scrub import scrub_interaction
+
+if TYPE_CHECKING:
+    from ._pagestore import PageFetched
 
 MODES = ("live", "record", "replay")
 _HOP_HEADERS = ("content-encoding", "content-length", "transfer-encoding", "retry-after-ms", "x-should-retry")
@@ -91,9 +123,15 @@ class _Tape:
         self.claims_file = claims_file
         self.path = path
         self.recorded: list[Interaction] = []
-        self.requests: list[CanonicalRequest] = []
-        self.index: dict[RequestKey, deque[int]] = {}
+        self.index: dict[bytes, deque[int]] = {}
+        """Replay: key digest (`_matching.key_digest`) -> the interactions with that key, in recorded
+        order, not played yet."""
+        self.sent: dict[SentKey, bytes] = {}
+        """Replay: a recorded model request's exact-bytes key -> its key digest (`_matching.sent_form`)."""
+        self.replies: dict[int, tuple[Any, str]] = {}
+        """Replay: interaction -> (its recorded JSON-RPC request id, its reply with that id set)."""
         self.played: list[bool] = []
+        self._requests: list[CanonicalRequest] | None = None
         self.file_missing = False
         self.written: list[_Written] = []
         self._transient_keys: set[RequestKey] = set()
@@ -102,15 +140,42 @@ class _Tape:
         if not self.path.is_file():
             self.file_missing = True
             return
-        self.recorded = load_cassette(self.path)
-        for i, it in enumerate(self.recorded):
-            creq = canonical_request(it.method, it.uri, it.request_body)
-            self.requests.append(creq)
-            self.index.setdefault(creq.key, deque()).append(i)
+        self.recorded, index = load_with(self.path, _replay_index, tag="replay-index", code=source_sha256(*_INDEXED_BY))
+        for i, (digest, sent_forms, reply) in enumerate(index):
+            self.index.setdefault(digest, deque()).append(i)
+            for sent in sent_forms:
+                self.sent[sent] = digest
+            if reply is not None:
+                self.replies[i] = reply
         self.played = [False] * len(self.recorded)
 
+    def reply(self, i: int, creq: CanonicalRequest) -> str | None:
+        """Interaction `i`'s reply as played to `creq`, when the index holds it (a Learn request with the
+        recorded JSON-RPC id: the usual case); else None."""
+        found = self.replies.get(i)
+        if found is None or type(found[0]) is not type(creq.rpc_id) or found[0] != creq.rpc_id:
+            return None
+        return found[1]
+
+    @property
+    def requests(self) -> list[CanonicalRequest]:
+        """The recorded requests in canonical form, made on first use (only a miss message needs them)."""
+        if self._requests is None:
+            self._requests = [canonical_request(it.method, it.uri, it.request_body) for it in self.recorded]
+        return self._requests
+
+    def take_sent(self, request: Any) -> int | None:
+        """The next unplayed interaction for a model request whose exact bytes a recorded one has (the
+        same as `take` by its canonical key, without computing that key), else None."""
+        sent = sent_key(request.method, request.uri, request.body) if self.sent else None
+        digest = self.sent.get(sent) if sent is not None else None
+        return self._take(digest) if digest is not None else None
+
     def take(self, creq: CanonicalRequest) -> int | None:
-        queue = self.index.get(creq.key)
+        return self._take(key_digest(creq.key))
+
+    def _take(self, digest: bytes) -> int | None:
+        queue = self.index.get(digest)
         if not queue:
             return None
         i = queue.popleft()
@@ -133,6 +198,24 @@ class _Tape:
 
     def unused(self) -> list[int]:
         return [i for i, played in enumerate(self.played) if not played]
+
+
+_INDEXED_BY = ("_recorder.py", "_matching.py", "_cache_control.py", "_cassette.py", "_bodies.py")
+"""The modules whose code makes `_replay_index` (an edit of one rebuilds its cache entries)."""
+
+
+def _replay_index(interactions: list[Interaction]) -> list[tuple[bytes, list[SentKey], tuple[Any, str] | None]]:
+    """Per recorded interaction, what replay finds and plays it by: its key digest, the exact-bytes keys
+    of a model request (`_matching.sent_form`), and for a Learn request with a JSON-RPC id, that id and
+    the reply as played to a request with it (the id rewrite made once per cassette change)."""
+    out: list[tuple[bytes, list[SentKey], tuple[Any, str] | None]] = []
+    for it in interactions:
+        creq, sent_forms = sent_form(it.method, it.uri, it.request_body)
+        reply = None
+        if creq.kind == "learn" and creq.rpc_id is not None:
+            reply = (creq.rpc_id, _with_rpc_id(it.response_body, creq.rpc_id))
+        out.append((key_digest(creq.key), sent_forms, reply))
+    return out
 
 
 class _PagePool:
@@ -228,16 +311,41 @@ class _ProcessPatch:
                 module = importlib.import_module(name)
             except ImportError:
                 continue
-            for cls, method, stub in ((module.HTTPTransport, "handle_request", vcr_handle_request),
-                                      (module.AsyncHTTPTransport, "handle_async_request", vcr_handle_async_request)):
+            for cls, method, stub, settling in (
+                    (module.HTTPTransport, "handle_request", vcr_handle_request, _settling),
+                    (module.AsyncHTTPTransport, "handle_async_request", vcr_handle_async_request, _settling_async)):
                 original = cls.__dict__[method]
                 self._saved.append((cls, method, original))
-                setattr(cls, method, stub(self._router, original, module))
+                setattr(cls, method, settling(stub(self._router, original, module)))
 
     def _uninstall(self) -> None:
         while self._saved:
             cls, method, original = self._saved.pop()
             setattr(cls, method, original)
+
+
+def _settling(handle: Any) -> Any:
+    """The stub, releasing on any way out (answer, error, Ctrl-C) the page fetch this call claimed."""
+
+    @functools.wraps(handle)
+    def handle_request(transport: Any, request: Any) -> Any:
+        try:
+            return handle(transport, request)
+        finally:
+            _settle_claim()
+
+    return handle_request
+
+
+def _settling_async(handle: Any) -> Any:
+    @functools.wraps(handle)
+    async def handle_async_request(transport: Any, request: Any) -> Any:
+        try:
+            return await handle(transport, request)
+        finally:
+            _settle_claim()
+
+    return handle_async_request
 
 
 _patch = _ProcessPatch()
@@ -279,9 +387,18 @@ class HttpRecorder:
         self.stats = RunStats()
         self._pool = _PagePool(Path(pages_from)) if pages_from is not None and mode != "replay" else None
         self._current: ContextVar[_Tape | None] = ContextVar(f"judge_replay_tape_{id(self)}", default=None)
-        self._tapes: dict[str, _Tape] = {}
+        self._unused: dict[str, list[tuple[int, str]]] = {}
+        """Replay: per finished conversation with any, its interactions no request used, described."""
+        self.recorded_interactions = 0
+        """Replay: interactions in the cassettes of the finished conversations."""
         self._page_cache: dict[str, tuple[str, Interaction]] = {}
         """Normalised URL -> (claims file that fetched it live, the exchange)."""
+        self._in_flight: dict[str, _PageFetch] = {}
+        """Normalised URL -> the live fetch of that page under way, which other conversations wait for."""
+        self._waiting = 0
+        self.pages_read: dict[str, list[PageFetched]] = {}
+        """Record: the page fetches of each claims file's cassette as written (what the page store indexes)."""
+        self._page_texts: dict[str, str] = {}
         self._lock = threading.Lock()
         self._patched = False
         with _observers_lock:
@@ -314,48 +431,59 @@ class HttpRecorder:
             yield
         finally:
             self._current.reset(token)
-            with self._lock:
-                self._tapes[claims_file] = tape
+            if self.mode == "replay":
+                self._finished(tape)
         # Reached only when the block exited without an exception.
         if self.mode == "record":
+            from ._pagestore import pages_fetched
+
             interactions = [w.interaction for w in tape.written]
-            save_cassette(tape.path, normalise_recording(interactions))
+            kinds = [w.request.kind for w in tape.written]
+            written = save_cassette(tape.path, normalise_recording(interactions, kinds))
+            pages = [(url, self._one_copy(text), no_page) for url, text, no_page in pages_fetched(learn_calls(written))]
             with self._lock:
+                self.pages_read[claims_file] = pages
                 self.stats.interactions += len(interactions)
                 self.stats.model_calls += sum(1 for w in tape.written if w.request.kind == "model")
                 self.stats.learn_calls += sum(1 for w in tape.written if w.request.kind == "learn")
 
     def unused(self) -> dict[str, list[int]]:
         """Replay: indices of recorded interactions no request used, per claims file (only files with any)."""
+        return {file: [i for i, _ in found] for file, found in self.unused_requests().items()}
+
+    def unused_requests(self) -> dict[str, list[tuple[int, str]]]:
+        """Replay: (index, what the request was) of the recorded interactions no request used, per claims
+        file (only files with any)."""
         with self._lock:
-            tapes = list(self._tapes.values())
-        return {t.claims_file: t.unused() for t in tapes if t.unused()}
+            return dict(self._unused)
+
+    def _finished(self, tape: _Tape) -> None:
+        """Replay: keep what `verify` asks of a finished conversation, and let its tape go (memory holds
+        one conversation per worker, not the run)."""
+        unused = [(i, canonical_request(it.method, it.uri, it.request_body).describe())
+                  for i in tape.unused() for it in (tape.recorded[i],)]
+        with self._lock:
+            self.recorded_interactions += len(tape.recorded)
+            if unused:
+                self._unused[tape.claims_file] = unused
 
     # ------------------------------------------------------------------ called by the patched transports
 
     def _will_answer(self, request: Any) -> bool:
         """Whether the answer comes from us (cassette, page pool, page cache) rather than the network."""
+        if self.mode == "replay":
+            return True  # from the cassette, or a CassetteMiss: `_answer` finds which
         creq = canonical_request(request.method, request.uri, request.body)
         setattr(request, _CANON_ATTR, creq)
-        if self.mode == "replay":
-            return True
         if creq.kind == "learn" and self._pool is not None:
             return True
-        return self.mode == "record" and self._cached_page(creq) is not None
+        return self.mode == "record" and self._answered_by_another(creq)
 
     def _answer(self, request: Any) -> dict[str, Any]:
-        creq: CanonicalRequest = getattr(request, _CANON_ATTR)
         tape = self._current.get()
         if self.mode == "replay":
-            if tape is None:
-                raise self._miss(None, creq, detail="it was made outside any conversation, and replay answers only a conversation's requests")
-            i = tape.take(creq)
-            if i is None and (stored := _as_stored(request, creq)) is not None:
-                i = tape.take(stored)
-            if i is None:
-                raise self._miss(tape, creq)
-            self._count(creq)
-            return _playback(tape.recorded[i], creq, request)
+            return self._replayed(tape, request)
+        creq: CanonicalRequest = getattr(request, _CANON_ATTR)
         if creq.kind == "learn" and self._pool is not None:
             served = self._pool.get(creq)
             if served is None and (stored := _as_stored(request, creq)) is not None:
@@ -383,11 +511,28 @@ class HttpRecorder:
             return
         it = _interaction(request, response)
         self._write(tape, creq, it)
-        if creq.is_learn_fetch and it.status == 200:
+        if creq.is_learn_fetch and _is_page_answer(it):
             url = _fetch_url(creq)
             if url:
                 with self._lock:
                     self._page_cache.setdefault(url, (tape.claims_file, it))
+
+    def _replayed(self, tape: _Tape | None, request: Any) -> dict[str, Any]:
+        """Replay: the recorded answer, found by the request's exact bytes (a model request sent again
+        as recorded), else by its canonical key, else by its key as a cassette stores it (scrubbed)."""
+        if tape is not None and (i := tape.take_sent(request)) is not None:
+            self._count_kind("model")
+            return _playback(tape.recorded[i], None, request)
+        creq = canonical_request(request.method, request.uri, request.body)
+        if tape is None:
+            raise self._miss(None, creq, detail="it was made outside any conversation, and replay answers only a conversation's requests")
+        i = tape.take(creq)
+        if i is None and (stored := _as_stored(request, creq)) is not None:
+            i = tape.take(stored)
+        if i is None:
+            raise self._miss(tape, creq)
+        self._count(creq)
+        return _playback(tape.recorded[i], creq, request, tape.reply(i, creq))
 
     # ------------------------------------------------------------------ helpers
 
@@ -398,12 +543,62 @@ class HttpRecorder:
                 self.stats.retries_dropped += dropped
 
     def _count(self, creq: CanonicalRequest) -> None:
+        self._count_kind(creq.kind)
+
+    def _count_kind(self, kind: str) -> None:
         with self._lock:
             self.stats.interactions += 1
-            if creq.kind == "model":
+            if kind == "model":
                 self.stats.model_calls += 1
-            elif creq.kind == "learn":
+            elif kind == "learn":
                 self.stats.learn_calls += 1
+
+    def _answered_by_another(self, creq: CanonicalRequest) -> bool:
+        """Record mode: whether a page fetch is answered from another conversation's live fetch of the
+        page, made before (`_page_cache`) or under way (waited for: live fetches = unique pages at any
+        concurrency). Otherwise the fetch goes out, and when no other is under way this call claims the
+        page: other conversations wait for it until it is settled (`_settle_claim`), answered or not. A
+        waiter whose fetch failed (not 200, an error reply, an exception, Ctrl-C) goes out itself; so does
+        a call from an asyncio task, which must not block its event loop."""
+        tape = self._current.get()
+        url = _fetch_url(creq) if tape is not None and creq.is_learn_fetch else None
+        if tape is None or url is None:
+            return False
+        while True:
+            with self._lock:
+                cached = self._page_cache.get(url)
+                if cached is not None:
+                    return cached[0] != tape.claims_file  # its own page again goes out, as before
+                under_way = self._in_flight.get(url)
+                if under_way is None:
+                    claim = _PageFetch(self, url)
+                    self._in_flight[url] = claim
+                    _claim.set(claim)
+                    return False
+                if _in_event_loop():
+                    return False  # waiting would block the loop the fetch under way may run on
+                self._waiting += 1
+            try:
+                under_way.settled.wait()
+            finally:
+                with self._lock:
+                    self._waiting -= 1
+
+    def _release(self, claim: _PageFetch) -> None:
+        with self._lock:
+            if self._in_flight.get(claim.url) is claim:
+                del self._in_flight[claim.url]
+        claim.settled.set()
+
+    def _one_copy(self, text: str) -> str:
+        """One string object per distinct page text, however many conversations read the page."""
+        with self._lock:
+            return self._page_texts.setdefault(text, text)
+
+    def waiting_for_pages(self) -> int:
+        """How many conversations wait now for a page another one is fetching."""
+        with self._lock:
+            return self._waiting
 
     def _cached_page(self, creq: CanonicalRequest) -> Interaction | None:
         """The live answer another conversation of this recording got for the same page, if any."""
@@ -445,6 +640,47 @@ class HttpRecorder:
         )
 
 
+class _PageFetch:
+    """A page fetch one conversation of a recording sent, which others wait for."""
+
+    def __init__(self, recorder: HttpRecorder, url: str) -> None:
+        self.recorder = recorder
+        self.url = url
+        self.settled = threading.Event()
+
+
+_claim: ContextVar[_PageFetch | None] = ContextVar("judge_replay_page_claim", default=None)
+"""The page fetch the HTTP call running in this context claimed (at most one)."""
+
+
+def _settle_claim() -> None:
+    """Wake whoever waits for the page this context's call claimed; they find its answer in the page
+    cache, or, when it failed, go out themselves."""
+    claim = _claim.get()
+    if claim is not None:
+        _claim.set(None)
+        claim.recorder._release(claim)
+
+
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _is_page_answer(it: Interaction) -> bool:
+    """Whether a fetch's exchange may answer another conversation: a 200 whose JSON-RPC reply is a result
+    (a page, or Learn saying there is none), not an error."""
+    if it.status != 200:
+        return False
+    try:
+        return "result" in parse_jsonrpc_reply(it.response_body, it.header("content-type"))
+    except ValueError:
+        return False
+
+
 def _as_stored(request: Any, creq: CanonicalRequest) -> CanonicalRequest | None:
     """The request as a cassette stores it (scrubbed), when that differs: a key in the URL's query, or
     a secret of ours in the body, is stored `REDACTED` and must still be found. Only tried after a miss."""
@@ -463,14 +699,18 @@ def _fetch_url(creq: CanonicalRequest) -> str | None:
     return normalise_learn_url(url) if isinstance(url, str) else None
 
 
-def _playback(it: Interaction, creq: CanonicalRequest, request: Any) -> dict[str, Any]:
-    """A stored interaction as the response to `request`, in the dict form vcrpy's stubs deserialize."""
+def _playback(it: Interaction, creq: CanonicalRequest | None, request: Any, reply: str | None = None) -> dict[str, Any]:
+    """A stored interaction as the response to `request`, in the dict form vcrpy's stubs deserialize
+    (`creq` None: a model request found by its exact bytes; `reply`: the body already made for this
+    request's JSON-RPC id, `_Tape.reply`)."""
     headers = {name: list(values) for name, values in it.response_headers.items() if name not in _HOP_HEADERS}
     if "retry-after" in headers:
         headers["retry-after"] = ["0"]
     body = it.response_body
-    if creq.kind == "learn":
-        if creq.rpc_id is not None:
+    if creq is not None and creq.kind == "learn":
+        if reply is not None:
+            body = reply
+        elif creq.rpc_id is not None:
             body = _with_rpc_id(body, creq.rpc_id)
         session = request.headers.get(_SESSION)
         if session and _SESSION in headers and creq.rpc_method != "initialize":
@@ -551,29 +791,44 @@ class VerifyReport:
 def verify_run(run_dir: str | Path) -> VerifyReport:
     """Replay a run offline (its own prompt, claims and cassettes) and check that it reproduces its
     recorded results.json (`files`) and that every recorded interaction was used."""
+    from ._io import load_results
     from ._runner import replay_run
     from ._runs import Run
 
     run = Run(run_dir)
-    recorded_files = run.results.files
+    results = load_results(run.path)
+    batched = {f.file: f.batch for f in results.files}
+    recorded_files = [_KeptResult.of(f) for f in results.files]  # memory holds the replay's results, not two
+    del results
     problems: list[str] = []
     try:
         with recorders_created() as recorders:
-            replayed = replay_run(run)
+            replayed = replay_run(run, use_receipt=False, batched=batched)  # the check itself: always in full
     except CassetteMiss as miss:
         return VerifyReport(str(run.path), [f"{miss.claims_file}: the replay stopped: {line}" for line in str(miss).splitlines()[1:]])
     problems.extend(results_differences(recorded_files, replayed.files))
     recorder = next((r for r in recorders if r.mode == "replay"), None)
-    total = 0
+    unused = recorder.unused_requests() if recorder else {}
     for entry in run.manifest.claims:
-        interactions = run.interactions(entry.file)
-        total += len(interactions)
-        for index in (recorder.unused().get(entry.file, []) if recorder else []):
-            it = interactions[index]
-            what = canonical_request(it.method, it.uri, it.request_body).describe()
+        for index, what in unused.get(entry.file, []):
             problems.append(f"{entry.file}: recorded interaction {index} ({what}) was never used by the replay")
     if recorder is None:
         problems.append("the replay went through no recorder, so unused interactions could not be checked")
-    return VerifyReport(str(run.path), problems, total)
+    return VerifyReport(str(run.path), problems, recorder.recorded_interactions if recorder else 0)
 
 
+class _KeptResult:
+    """A recorded file's results kept as its JSON (a fifth of the objects' memory) until compared."""
+
+    def __init__(self, file: str, line: str) -> None:
+        self.file = file
+        self.line = line
+
+    @classmethod
+    def of(cls, result: FileResult) -> _KeptResult | FileResult:
+        """`result` kept as JSON, or as it is when its JSON would not read back equal."""
+        line = result.model_dump_json()
+        return cls(result.file, line) if FileResult.model_validate_json(line) == result else result
+
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        return FileResult.model_validate_json(self.line).model_dump(**options)

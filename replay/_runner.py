@@ -15,21 +15,27 @@ from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Protocol
-
-import anthropic
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _secrets
 from ._commands import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT, canonical_endpoint, is_loopback, judge_command
 from ._config import project_prices
 from ._cost import with_costs
 from ._errors import InputError, RecordingFailed, ReplayError, UsageError
-from ._io import atomic_write_text, display_path, load_claims, load_claims_batch, portable_path, read_json, write_model
-from ._batch_runner import ModelRoute
-from ._judge import NO_VERDICT, TOOLS, judge_file, model_unavailable
+from ._io import (
+    atomic_write_text,
+    display_path,
+    load_claims,
+    load_claims_batch,
+    load_results,
+    portable_path,
+    read_json,
+    write_model,
+)
 from ._learn import MAX_RETRIES, LearnClient, shared_ssl_context
 from ._mcp import STAND_IN_HEADER
 from ._progress import RunProgress
+from ._receipts import receipt_for
 from ._prompts import Prompt, load_prompt
 from ._records import (
     LEARN_MCP_URL,
@@ -44,6 +50,9 @@ from ._records import (
 from ._runfolder import RunFolderWriter, recover
 from ._runs import MANIFEST, PROMPT, RESULTS, Run, cassette_name
 from ._scrub import scrub_text
+
+if TYPE_CHECKING:
+    from ._batch_runner import ModelRoute
 
 NO_KEY = (
     "ANTHROPIC_API_KEY is not set (nor ANTHROPIC_AUTH_TOKEN): live and record modes call the Anthropic API "
@@ -232,7 +241,7 @@ def run_judge(
             write_model(writer.staging / MANIFEST, manifest)  # last: a staging folder with run.json is whole
             writer.commit()
     if writer is not None and mode == "record":
-        _index_pages(Run(writer.run))
+        _index_pages(Run(writer.run), getattr(recorder, "pages_read", None))
     return results
 
 
@@ -276,6 +285,7 @@ def _remember_secrets(api_key: str | None, *urls: str | None) -> None:
 def _refuse_all_failed(judged: list[FileResult], rerecord: str, *, resumable: bool = False) -> None:
     """A recording where no claim got a verdict (every file failed, as a whole or claim by claim) is not
     a run: RecordingFailed, nothing written (`resumable`: the batches it submitted are journaled)."""
+    from ._judge import NO_VERDICT
     if judged and not any(r.judge_verdict is not None for f in judged for r in f.results):
         reasons = sorted({f.error or next((r.error for r in f.results if r.error), "") or NO_VERDICT for f in judged})
         raise RecordingFailed(
@@ -335,10 +345,11 @@ def _add_counts(stats: RunStats, more: RunStats) -> None:
     stats.learn_calls += more.learn_calls
 
 
-def _index_pages(run: Run) -> None:
-    """Add the pages a recording read to this project's page store (`pages history`). A run recorded
-    outside the project (a scratch folder) is left out: the store would list a run it cannot find. The
-    cassettes stay the source of truth, so a store that cannot be written only costs a warning."""
+def _index_pages(run: Run, pages_read: Any = None) -> None:
+    """Add the pages a recording read to this project's page store (`pages history`), from what the
+    recorder wrote (`HttpRecorder.pages_read`) where it has it. A run recorded outside the project (a
+    scratch folder) is left out: the store would list a run it cannot find. The cassettes stay the
+    source of truth, so a store that cannot be written only costs a warning."""
     from ._config import project_root
     from ._pagestore import PageStore, store_folder
 
@@ -346,27 +357,51 @@ def _index_pages(run: Run) -> None:
         return
     try:
         with PageStore(store_folder(None)) as store:
-            store.index_run(run)
+            store.index_run(run, pages_read)
     except (OSError, ReplayError) as exc:
         print(f"judge-replay: warning: page store not updated ({exc})", file=sys.stderr)
 
 
-def replay_run(run: Run | str | Path, *, concurrency: int = 4, progress: bool = False) -> ResultsFile:
+def replay_run(run: Run | str | Path, *, concurrency: int = 4, progress: bool = False,
+               use_receipt: bool = True, batched: dict[str, bool | None] | None = None) -> ResultsFile:
     """Replay a run folder offline from its manifest (its prompt.md, its claims files, its URLs).
 
-    Returns the ResultsFile the replay produced; writes nothing. A request the cassettes do not hold
-    raises CassetteMiss.
-    """
+    Returns the ResultsFile the replay produced; writes nothing but its receipt (`_receipts`). A
+    request the cassettes do not hold raises CassetteMiss. `use_receipt=False` always replays in full
+    (what `cassettes verify` does); `batched`: per file, whether results.json says it was billed through
+    Message Batches, when the caller has read results.json already."""
     run = run if isinstance(run, Run) else Run(run)
-    return _replay(run, _run_prompt(run), _run_claims(run), concurrency=concurrency, progress=progress)
+    return _replay(run, _run_prompt(run), _run_claims(run), concurrency=concurrency, progress=progress,
+                   use_receipt=use_receipt, batched=batched)
 
 
 # --------------------------------------------------------------------------- the conversations
 
 
 def _replay(
-    run: Run, prompt: Prompt, batches: list[tuple[Path, ClaimsBatch]], *, concurrency: int, progress: bool
+    run: Run, prompt: Prompt, batches: list[tuple[Path, ClaimsBatch]], *, concurrency: int, progress: bool,
+    use_receipt: bool = True, batched: dict[str, bool | None] | None = None,
 ) -> ResultsFile:
+    """Replay `batches` from `run`'s cassettes; or, when a receipt says a full replay of exactly these
+    inputs with exactly this code produced them (`_receipts`), give those results (with the progress
+    lines a full replay prints) without running the SDK."""
+    if batched is None:  # priced per file as it was billed; results.json read here and not kept
+        batched = {f.file: f.batch for f in load_results(run.path).files}
+    receipt = receipt_for(run, prompt, batches)
+    receipted = receipt.files() if receipt is not None and use_receipt else None
+    if receipted is not None:
+        with RunProgress(len(batches), sum(len(b.claims) for _, b in batches), enabled=progress) as bar:
+            for result in receipted:
+                bar.file_done(result)
+        return _replayed_results(run, prompt, receipted, batched)
+    files = _replay_in_full(run, prompt, batches, concurrency=concurrency, progress=progress)
+    if receipt is not None:
+        receipt.write(files)
+    return _replayed_results(run, prompt, files, batched)
+
+
+def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, ClaimsBatch]], *, concurrency: int,
+                    progress: bool) -> list[FileResult]:
     from ._recorder import HttpRecorder
 
     m = run.manifest
@@ -386,7 +421,13 @@ def _replay(
             )
     finally:
         _close(sessions)
-    batched = {f.file: f.batch for f in run.results.files}  # priced per file as it was billed
+    return files
+
+
+def _replayed_results(run: Run, prompt: Prompt, files: list[FileResult], batched: dict[str, bool | None]) -> ResultsFile:
+    """A replay's results file: each file priced as it was billed (`batched`: per file, as recorded),
+    by the current price table."""
+    m = run.manifest
     files = [f.model_copy(update={"batch": batched.get(f.file)}) for f in files]
     replayed = ResultsFile(prompt=m.prompt, prompt_sha256=prompt.sha256, model=m.model, recorded_at=m.recorded_at,
                            files=files, stand_ins=list(m.stand_ins))
@@ -414,9 +455,14 @@ def _judge_all(
     """One conversation per batch on a thread pool; results in batch order. The first ReplayError (or
     any unexpected error) cancels what has not started and is raised once running ones finish. A Ctrl-C
     also ends the running conversations at their next model call, unsaved: only whole conversations
-    reach a cassette. Each conversation's Learn client is added to `sessions`, for the caller to close
-    once the recorder has let go of HTTP (`_close`). `max_retries` is the model's; Learn retries only
+    reach a cassette. Each conversation's Learn client that ends its session is added to `sessions`, for
+    the caller to close once the recorder has let go of HTTP (`_close`); the others close with their
+    conversation. `max_retries` is the model's; Learn retries only
     where the model does (never in replay, which never sleeps)."""
+    import anthropic  # ~2 s of imports: only when a conversation really runs (not a receipted replay)
+
+    from ._judge import judge_file
+
     stopping = threading.Event()
     sessions_lock = threading.Lock()
 
@@ -427,21 +473,26 @@ def _judge_all(
     def judge_one(batch: ClaimsBatch) -> FileResult:
         learn = LearnClient(learn_url, max_retries=MAX_RETRIES if max_retries else 0, end_session=end_sessions,
                             shown_url=stored_endpoint(learn_url, LEARN_STAND_IN_PORT))
+        if not end_sessions:  # nothing to end: closed with its conversation, so memory holds no client per file
+            with learn, recorder.conversation(batch.file), route.conversation() if route else nullcontext():
+                return judge_with(batch, learn)
         with sessions_lock:
             sessions.append(learn)
         with recorder.conversation(batch.file), route.conversation() if route else nullcontext():
-            hooks = {"request": [stop_if_interrupted]}
-            http = (route.http_client(batch.file, hooks) if route else
-                    anthropic.DefaultHttpxClient(verify=shared_ssl_context(), event_hooks=hooks))
-            client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=max_retries,
-                                         http_client=http)
-            try:
-                return judge_file(batch, prompt, anthropic_client=client, learn=learn, model=model,
-                                  max_turns=max_turns, stand_ins=stand_ins,
-                                  cache_lifetime=route.lifetime if route else None,
-                                  shown_model_url=stored_endpoint(base_url, MODEL_STAND_IN_PORT) if base_url else None)
-            finally:
-                client.close()
+            return judge_with(batch, learn)
+
+    def judge_with(batch: ClaimsBatch, learn: LearnClient) -> FileResult:
+        hooks = {"request": [stop_if_interrupted]}
+        http = (route.http_client(batch.file, hooks) if route else
+                anthropic.DefaultHttpxClient(verify=shared_ssl_context(), event_hooks=hooks))
+        client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, http_client=http)
+        try:
+            return judge_file(batch, prompt, anthropic_client=client, learn=learn, model=model,
+                              max_turns=max_turns, stand_ins=stand_ins,
+                              cache_lifetime=route.lifetime if route else None,
+                              shown_model_url=stored_endpoint(base_url, MODEL_STAND_IN_PORT) if base_url else None)
+        finally:
+            client.close()
 
     results: list[FileResult | None] = [None] * len(batches)
     total_claims = sum(len(b.claims) for _, b in batches)
@@ -503,6 +554,10 @@ def _preflight_model(model: str, base_url: str | None, key: str | None, stand_in
     """The model endpoint reachable, the key accepted and the model known, before the first paid call:
     one token count (free of charge) of a tiny request with the judge's tools. An endpoint that does not
     count tokens (404 naming no model) has still answered, and only counts as reachable."""
+    import anthropic
+
+    from ._judge import TOOLS, model_unavailable
+
     client = anthropic.Anthropic(api_key=key, base_url=base_url, max_retries=2, timeout=30.0,
                                  http_client=anthropic.DefaultHttpxClient(verify=shared_ssl_context()))
     where = _secrets.redact(base_url or "https://api.anthropic.com")

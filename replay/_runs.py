@@ -9,9 +9,11 @@ import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
+from ._cassette_cache import cached, entry_path, source_sha256
 from ._cassette import CASSETTE_SUFFIX, Interaction, LearnCall, learn_calls, load_cassette
 from ._errors import InputError
 from ._io import load_claims_batch, load_results, read_json, reading_error, validate
@@ -128,18 +130,33 @@ class Run:
         return self.path / cassette_name(claims_file)
 
     @cached_property
-    def _cassettes(self) -> dict[str, list[Interaction]]:
+    def _conversations(self) -> dict[str, Conversation]:
+        return {}
+
+    @cached_property
+    def _texts(self) -> dict[str, str]:
+        """Every reply text read so far, kept once: many conversations fetch the same pages."""
         return {}
 
     def interactions(self, claims_file: str) -> list[Interaction]:
-        """The interactions of one claims file's cassette (loaded once; empty when there is none)."""
-        if claims_file not in self._cassettes:
+        """The interactions of one claims file's cassette (empty when there is none). Not kept: the
+        commands that read a run keep what `conversation` derives, one conversation at a time."""
+        path = self.cassette_path(claims_file)
+        return load_cassette(path) if path.is_file() else []
+
+    def conversation(self, claims_file: str) -> Conversation:
+        """What the commands that read the run (diff, drift, pages) need of one claims file's cassette:
+        derived once per cassette change (`_cassette_cache.cached`), kept for the run's life."""
+        if claims_file not in self._conversations:
             path = self.cassette_path(claims_file)
-            self._cassettes[claims_file] = load_cassette(path) if path.is_file() else []
-        return self._cassettes[claims_file]
+            found = _conversation_of(path) if path.is_file() else ([], None)
+            calls = tuple(LearnCall(str(tool), dict(args), self._texts.setdefault(text, text), bool(is_error))
+                          for tool, args, text, is_error in found[0])
+            self._conversations[claims_file] = Conversation(calls, found[1])
+        return self._conversations[claims_file]
 
     def learn_calls(self, claims_file: str) -> list[LearnCall]:
-        return learn_calls(self.interactions(claims_file))
+        return list(self.conversation(claims_file).learn_calls)
 
     @cached_property
     def pages(self) -> dict[str, PageVersion]:
@@ -176,9 +193,12 @@ class Run:
     def claims(self, claims_file: str) -> list[Claim] | None:
         """The claims of one claims file as the judge saw them: the batch rendered into the first model
         request of its cassette, else the claims file the manifest names, else None."""
-        batch = _rendered_batch(self.interactions(claims_file))
-        if batch is not None:
-            return batch
+        rows = self.conversation(claims_file).batch
+        if rows is not None:
+            try:
+                return [Claim.model_validate(row) for row in rows]
+            except ValidationError:
+                return None
         path = self.claims_file_path(claims_file)
         if path is None:
             return None
@@ -214,16 +234,44 @@ def prompt_texts(request: object) -> list[str]:
     return texts
 
 
-def _rendered_batch(interactions: list[Interaction]) -> list[Claim] | None:
-    """The claims batch of the first model request that carries one."""
+@dataclass(frozen=True)
+class Conversation:
+    """What one cassette says besides its exchanges: its Learn calls, in order, and the claims batch its
+    first model request rendered (the rows as the prompt gives them; None when none carries one)."""
+
+    learn_calls: tuple[LearnCall, ...]
+    batch: list[dict[str, Any]] | None
+
+
+_DERIVED_BY = ("_runs.py", "_cassette.py", "_mcp.py", "_prompts.py", "_bodies.py", "_yaml.py")
+"""The modules whose code derives a `Conversation` from a cassette (an edit of one rebuilds the cache)."""
+
+
+def _conversation_of(path: Path) -> tuple[list[list[Any]], list[dict[str, Any]] | None]:
+    """(Learn calls as [tool, arguments, text, is_error], the rendered batch's rows) of the cassette at
+    `path`, from the parsed-cassette cache when it holds them."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise reading_error(path, exc) from exc
+
+    def derive() -> tuple[list[list[Any]], list[dict[str, Any]] | None]:
+        interactions = load_cassette(path)
+        calls = [[c.tool, c.arguments, c.text, c.is_error] for c in learn_calls(interactions)]
+        return calls, _rendered_rows(interactions)
+
+    calls, rows = cached(entry_path(path, "conversation"), raw, hashlib.sha256(raw).hexdigest(), derive,
+                         parser=f"conversation 1; {source_sha256(*_DERIVED_BY)}")
+    return list(calls), rows
+
+
+def _rendered_rows(interactions: list[Interaction]) -> list[dict[str, Any]] | None:
+    """The claims batch rows of the first model request that carries one."""
     for it in interactions:
         for text in prompt_texts(it.request_json()):
             rows = parse_rendered_batch(text)
             if rows is not None:
-                try:
-                    return [Claim.model_validate(row) for row in rows]
-                except ValidationError:
-                    return None
+                return rows
     return None
 
 

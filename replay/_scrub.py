@@ -10,7 +10,9 @@ secret, never what merely looks like one:
 - secrets BY VALUE, in every encoding `_secrets` checks: the ones the user gave us (`_secrets`
   registry) and the values of this cassette's own credential headers and URI credentials (so a key a
   server echoes in a 401 body goes, whatever its shape). They are removed from every string of the
-  parsed body (`_bodies.map_strings`), from URIs and from header values.
+  parsed body (`_bodies.map_strings`), from URIs and from header values. A body is parsed only when one
+  scan (`scan_text`, `Redactor.may_occur`) says a value may be in it; that scan finds everything the
+  parsed pass would (tests/test_scrub_scan.py).
 Page text is never rewritten: a Learn page that quotes an example SAS URL, a sample JWT or a key in a
 code sample is public documentation, stored exactly as received, so hashes, quotes and
 `quote_verified` agree between live, record and replay.
@@ -38,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 from urllib.parse import unquote
 
-from ._bodies import StringFix, map_strings
+from ._bodies import StringFix, is_sse, map_strings
 from ._errors import InputError
 from ._io import parse_json, read_text
 from ._mcp import FETCH_TOOL, SEARCH_TOOL, parse_jsonrpc_reply, tool_result_text
@@ -105,17 +107,56 @@ def scrub_interaction(it: Interaction, redactor: Redactor | None = None) -> Inte
     if redactor is None:
         redactor = registry().extended(_own_secrets(it))
     fix = redactor.redact
-    if not redactor:  # no secret known: the bodies are kept as they are, unparsed
-        return replace(it, uri=scrub_url(it.uri), request_headers=scrub_headers(it.request_headers, fix),
-                       response_headers=scrub_headers(it.response_headers, fix))
+
+    def scrubbed_body(body: str | None, headers: dict[str, list[str]]) -> str | None:
+        """The body with `fix` applied to its strings. Parsed only when a known value may be in it, or
+        when it is SSE: map_strings writes an event's `data: ` line back with a second space, which the
+        cassettes written so far hold (normalising a recording takes it out again; skipping the parse
+        here would change the bytes of every cassette written while a secret is known)."""
+        content_type = _content_type(headers)
+        if not body or not redactor:
+            return body
+        if not is_sse(body, content_type) and not redactor.may_occur(scan_text(body)):
+            return body
+        return map_strings(body, content_type, fix)
+
     return replace(
         it,
         uri=scrub_url(fix(it.uri)),
-        request_body=map_strings(it.request_body, _content_type(it.request_headers), fix) if it.request_body else it.request_body,
-        response_body=map_strings(it.response_body, _content_type(it.response_headers), fix),
+        request_body=scrubbed_body(it.request_body, it.request_headers),
+        response_body=scrubbed_body(it.response_body, it.response_headers) or "",
         request_headers=scrub_headers(it.request_headers, fix),
         response_headers=scrub_headers(it.response_headers, fix),
     )
+
+
+def scan_text(body: str) -> str:
+    """One text in which every string `_bodies.map_strings` passes to its fix occurs as itself or as
+    `json.dumps(s, ensure_ascii=False)` writes it inside quotes: what `Redactor.may_occur` scans, with
+    nothing parsed. That is the body, and, when it holds a `\\u` or `\\/` escape, the body again with
+    those written as json.dumps writes their characters (JSON's other escapes are the ones it writes).
+    Escaped backslashes are masked first (as NUL pairs, left to right as JSON reads them), so that a `\\`
+    then `u` is never read as an escape. (A body holding NUL is no JSON, whose strings hold no raw
+    control character: map_strings fixes it as one text, the body itself.)"""
+    if "\\u" not in body and "\\/" not in body:
+        return body
+    masked = body.replace("\\\\", "\0\0")
+    if not _JSON_ESCAPE.search(masked):
+        return body
+    return body + "\n" + _JSON_ESCAPE.sub(_as_json_dumps_writes, masked).replace("\0\0", "\\\\")
+
+
+_JSON_ESCAPE = re.compile(r"\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|/)")
+"""A `\\u` escape (a surrogate pair as one) or `\\/`, in text with no escaped backslash."""
+
+
+def _as_json_dumps_writes(m: re.Match[str]) -> str:
+    high, low, code = m.groups()
+    if high:
+        char = chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00)
+    else:
+        char = chr(int(code, 16)) if code else "/"
+    return json.dumps(char, ensure_ascii=False)[1:-1]
 
 
 def scrub_headers(headers: dict[str, list[str]], fix: StringFix = redact) -> dict[str, list[str]]:

@@ -8,7 +8,9 @@ JSON-escaped, and base64 (at each of the three alignments, so it is found inside
 as in a `Basic` header), each replaced by `REDACTED`.
 
 A `Redactor` is such a set of values; the registry is one, and the cassette writer extends it with the
-values of the credential headers of the cassette it writes (`registry().extended(values)`).
+values of the credential headers of the cassette it writes (`registry().extended(values)`). Its
+`may_occur` is one cheap scan of a body for every form (also as a JSON string writes it), so that only
+a body that may hold one is parsed (`_scrub.scan_text` says what text to scan).
 
 Pattern rules (what a key *looks like*) live in `_scrub` and serve only the audit; this module only
 knows values it was given, so it never rewrites text that merely resembles a secret (a Learn page
@@ -46,6 +48,8 @@ class Redactor:
         self._values: set[str] = set()
         self._forms: list[str] = []
         """Every encoded form of every value, longest first (so a longer form is replaced whole)."""
+        self._looked_for: tuple[str, ...] = ()
+        """The forms, and each as `json.dumps(form, ensure_ascii=False)` writes it (what `may_occur` scans for)."""
         for value in values:
             self.add(value)
 
@@ -60,12 +64,13 @@ class Redactor:
                 return
             self._values.add(value)
             self._forms[:] = sorted(set(self._forms) | _encodings(value), key=len, reverse=True)
+            self._looked_for = _looked_for(self._forms)
 
     def extended(self, values: Iterable[str]) -> Redactor:
         """A new Redactor holding these values and `values`."""
         out = Redactor()
         with self._lock:
-            out._values, out._forms = set(self._values), list(self._forms)
+            out._values, out._forms, out._looked_for = set(self._values), list(self._forms), self._looked_for
         for value in values:
             out.add(value)
         return out
@@ -82,6 +87,13 @@ class Redactor:
                 text = text.replace(form, PLACEHOLDER)
         return text
 
+    def may_occur(self, text: str) -> bool:
+        """Whether a form may occur in a string that `text` holds as itself or written as a JSON string
+        (`json.dumps(..., ensure_ascii=False)` inside the quotes): one scan, no parsing. False means
+        `redact` changes no such string (an escaped form is found as the same escapes of the form, each
+        character being escaped on its own)."""
+        return any(form in text for form in self._looked_for) if text else False
+
     def contains(self, text: str) -> bool:
         return any(form in text for form in list(self._forms)) if text else False
 
@@ -89,6 +101,7 @@ class Redactor:
         with self._lock:
             self._values.clear()
             self._forms.clear()
+            self._looked_for = ()
 
 
 _registry = Redactor()
@@ -109,7 +122,7 @@ def remember_url(url: str | None) -> None:
 
 def url_credentials(url: str | None) -> list[str]:
     """The credential values in a URL: userinfo (user and password) and values of credential query names."""
-    if not url:
+    if not url or ("@" not in url and "?" not in url):  # no userinfo, no query
         return []
     try:
         parts = urlsplit(url)
@@ -165,6 +178,11 @@ def _encodings(value: str) -> set[str]:
         forms.add(form)
         forms.add(form.replace("+", "-").replace("/", "_"))  # urlsafe alphabet
     return {f for f in forms if len(f) >= MIN_LENGTH}
+
+
+def _looked_for(forms: list[str]) -> tuple[str, ...]:
+    escaped = {json.dumps(form, ensure_ascii=False)[1:-1] for form in forms}
+    return tuple(dict.fromkeys([*forms, *sorted(escaped - set(forms))]))
 
 
 def _base64_forms(raw: bytes) -> set[str]:

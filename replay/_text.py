@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -11,8 +13,10 @@ _NUMBER = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?:\D|$))")
 
 
+@functools.lru_cache(maxsize=256)
 def sha256_text(text: str) -> str:
-    """sha256 hex digest of a text's UTF-8 bytes."""
+    """sha256 hex digest of a text's UTF-8 bytes (the last few kept: a run's pages are hashed by every
+    conversation that read them)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -27,7 +31,7 @@ def tokens(text: str) -> list[str]:
 
 
 def has_digit(token: str) -> bool:
-    return any(ch.isdigit() for ch in token)
+    return any(map(str.isdigit, token))
 
 
 def without_thousands(token: str) -> str:
@@ -47,12 +51,22 @@ def parse_number(token: str) -> float | None:
 
 def value_tokens(text: str) -> list[str]:
     """Tokens that carry a value: every token containing a digit, thousands separators removed."""
-    return [without_thousands(t) for t in tokens(text) if has_digit(t)]
+    return list(_value_tokens(text))
 
 
 def subject_words(text: str) -> list[str]:
     """The claim's other tokens of four or more letters."""
-    return [t for t in tokens(text) if not has_digit(t) and sum(c.isalpha() for c in t) >= 4]
+    return list(_subject_words(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def _value_tokens(text: str) -> tuple[str, ...]:
+    return tuple(without_thousands(t) for t in tokens(text) if has_digit(t))
+
+
+@functools.lru_cache(maxsize=16384)
+def _subject_words(text: str) -> tuple[str, ...]:
+    return tuple(t for t in tokens(text) if not has_digit(t) and sum(c.isalpha() for c in t) >= 4)
 
 
 def line_token_set(line: str) -> set[str]:
@@ -64,10 +78,45 @@ def normalise_ws(text: str) -> str:
     return " ".join(text.split())
 
 
+@functools.lru_cache(maxsize=64)
+def normalised_page(page: str) -> str:
+    """`normalise_ws` of a whole page, kept for the pages in use: every claim resting on a page checks
+    its quote against the same text."""
+    return normalise_ws(page)
+
+
+@functools.lru_cache(maxsize=64)
+def page_lines(page: str) -> tuple[str, ...]:
+    """A page's lines (`splitlines`), kept like `normalised_page`."""
+    return tuple(page.splitlines())
+
+
+@functools.lru_cache(maxsize=64)
+def normalised_lines(page: str) -> tuple[str, ...]:
+    """A page's lines, each whitespace-normalised (kept, like `normalised_page`)."""
+    return tuple(normalise_ws(line) for line in page_lines(page))
+
+
+@functools.lru_cache(maxsize=64)
+def joined_lines(page: str) -> tuple[str, list[int]]:
+    """(the page's `normalised_lines` joined by line breaks, the offset where each starts): a needle
+    with no line break is found in every line at once, each occurrence within one line (`line_at`)."""
+    starts, at = [], 0
+    for line in normalised_lines(page):
+        starts.append(at)
+        at += len(line) + 1
+    return "\n".join(normalised_lines(page)), starts
+
+
+def line_at(starts: list[int], offset: int) -> int:
+    """The index of the line holding `offset` of `joined_lines`."""
+    return bisect.bisect_right(starts, offset) - 1
+
+
 def quote_occurs(quote: str, page: str) -> bool:
     """The strict evidence rule, checked mechanically: the quote occurs in the page, whitespace-normalised."""
     q = normalise_ws(quote)
-    return bool(q) and q in normalise_ws(page)
+    return bool(q) and q in normalised_page(page)
 
 
 def short_hash(text: str, n: int = 12) -> str:
@@ -87,7 +136,9 @@ def find_line(page: str, needle: str) -> Located | None:
     n = normalise_ws(needle)
     if not n:
         return None
-    for i, line in enumerate(page.splitlines()):
-        if n in normalise_ws(line):
-            return Located(i, line)
-    return None
+    joined, starts = joined_lines(page)
+    at = joined.find(n)
+    if at < 0:
+        return None
+    i = line_at(starts, at)
+    return Located(i, page_lines(page)[i])

@@ -64,6 +64,31 @@ def test_top_level_help_imports_nothing_heavy() -> None:
     assert done.stdout.strip().splitlines()[-1] == "[] 0", done.stdout + done.stderr
 
 
+def test_no_commands_help_imports_the_sdk_or_pytest() -> None:
+    """`judge-replay COMMAND --help` (every command and subcommand) loads neither the anthropic SDK nor
+    pytest/syrupy/vcrpy: one process shows every help in turn and says what each one loaded."""
+    code = """
+import contextlib, io, sys
+import click
+from replay._cli.main import COMMANDS, cli, main
+heavy = {"anthropic", "pytest", "syrupy", "vcr", "_pytest"}
+paths = []
+for name in sorted(COMMANDS):
+    command = cli.get_command(click.Context(cli), name)
+    paths.append([name])
+    if isinstance(command, click.Group):
+        paths += [[name, sub] for sub in command.list_commands(click.Context(command))]
+for path in paths:
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main([*path, "--help"])
+    print(" ".join(path), code, sorted({m.split(".")[0] for m in sys.modules} & heavy))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) > len(COMMANDS), done.stdout + done.stderr  # the groups' subcommands are there too
+    assert all(line.endswith(" 0 []") for line in lines), done.stdout + done.stderr
+
+
 @pytest.mark.parametrize("path", [[], ["cassettes"], ["pages"], ["sim"]], ids=["judge-replay", "cassettes", "pages", "sim"])
 def test_a_group_alone_shows_its_help(path: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     """Not a one-line usage error: a user typing `judge-replay` wants the list of commands."""

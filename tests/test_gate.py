@@ -1,9 +1,13 @@
 """The adoption gate, the exact McNemar test and the paired bootstrap."""
 
+import random
+
 import pytest
 
-from replay._gate import adoption_gate, bootstrap_delta_cis, gate_rule, mcnemar_exact_p, paired_outcomes
-from replay._grading import grade_results
+from replay._gate import (
+    PairedOutcome, _interval, adoption_gate, bootstrap_delta_cis, gate_rule, mcnemar_exact_p, paired_outcomes,
+)
+from replay._grading import grade_results, ratio
 from replay._records import GoldSet, ResultsFile, Scores
 
 
@@ -66,6 +70,35 @@ def test_bootstrap_is_deterministic_and_paired():
     assert p_lo <= 0.9 - 5 / 7 <= p_hi and r_lo <= 0.4 <= r_hi
     same = paired_outcomes(_results(BASE), _results(BASE), _gold(LABELS))
     assert bootstrap_delta_cis(same) == ((0.0, 0.0), (0.0, 0.0))
+
+
+def _bootstrap_with_choices(outcomes, resamples, seed, level=0.95):
+    """The bootstrap as first written: `rng.choices` draws, six columns summed over the draws."""
+    rng = random.Random(seed)
+    n = len(outcomes)
+    columns = [[int(getattr(o, side) == outcome) for o in outcomes]
+               for side in ("baseline", "candidate") for outcome in ("TP", "FP", "FN")]
+    d_precision, d_recall = [], []
+    for _ in range(resamples):
+        draws = rng.choices(range(n), k=n)
+        tp_b, fp_b, fn_b, tp_c, fp_c, fn_c = (sum(col[i] for i in draws) for col in columns)
+        p_b, p_c = ratio(tp_b, tp_b + fp_b), ratio(tp_c, tp_c + fp_c)
+        r_b, r_c = ratio(tp_b, tp_b + fn_b), ratio(tp_c, tp_c + fn_c)
+        if p_b is not None and p_c is not None:
+            d_precision.append(p_c - p_b)
+        if r_b is not None and r_c is not None:
+            d_recall.append(r_c - r_b)
+    return _interval(d_precision, level), _interval(d_recall, level)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 43, 400, 3001])
+def test_the_bootstrap_draws_what_rng_choices_draws(n):
+    """The published intervals are those of `rng.choices` resampling: same draws, same figures, exactly."""
+    rng = random.Random(n)
+    kinds = ["TP", "FP", "FN", "TN", None]
+    outcomes = [PairedOutcome(rng.choice(kinds), rng.choice(kinds), True, True) for _ in range(n)]
+    for seed in (1, 20_260_601):
+        assert bootstrap_delta_cis(outcomes, resamples=150, seed=seed) == _bootstrap_with_choices(outcomes, 150, seed)
 
 
 def test_adoption_gate_reports_noise_plainly():

@@ -130,6 +130,19 @@ def test_page_region_around_quote_then_values():
     assert region is None and found is None and "do not occur" in note
 
 
+def test_a_page_is_tokenised_once_for_every_claim_resting_on_it():
+    from replay._adjudication import _line_values
+
+    page = PAGE + "\n".join(f"| model-{i} | {i * 1000:,} |" for i in range(200))  # a page no other test uses
+    _line_values.cache_clear()
+    for claim in ("GPT-4o offers 128k context", "model-7 takes 7,000", "GPT-5 offers 400k context"):
+        page_region(page, "not in the page", claim)
+    info = _line_values.cache_info()
+    assert (info.misses, info.hits) == (1, 2)
+    region, _, _ = page_region(page, "not in the page", "model-7 takes 7,000")  # the same anchor as without it
+    assert [line for line in region.splitlines() if line.startswith(">")] == [">   18 | | model-7 | 7,000 |"]
+
+
 def test_adjudication_reads_the_run_cassettes(tmp_path):
     run = write_run(tmp_path / "run", results=[{"file": "a.md", "results": [
         _result("1", "grounded", evidence_url=URL, evidence_quote="| gpt-4.1 | 1,047,576 |", reason="states it",

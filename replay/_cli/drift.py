@@ -18,7 +18,7 @@ from .._errors import CheckFailed, UsageError
 from .._io import dump_json, load_claims, printable
 from .._pagestore import PageStore, cassettes_root, store_folder
 from .._records import LEARN_MCP_URL, Claim, DriftClaim, DriftReport
-from .._render import console_for
+from .._render import console_for, print_table
 from .._runs import Run, new_runs_folder
 
 _STYLE = {"page-gone": "bold red", "value-changed": "red", "quote-gone": "yellow", "unchecked": "magenta",
@@ -111,21 +111,9 @@ def print_report(report: DriftReport) -> None:
                                  f"{len(report.claims)} claims ({summary or 'none'})")))
     if report.snapshot:
         console.print(Text(printable(f"pages fetched now were recorded into {report.snapshot} (reuse it with --against)")))
-    table = Table()
-    table.add_column("status", no_wrap=True)
-    table.add_column("claim", overflow="fold")
-    table.add_column("verdict", no_wrap=True)
-    table.add_column("page", overflow="fold", max_width=40)
-    table.add_column("old → new", overflow="fold", ratio=1)
-    for status in _LISTED:
-        group = [c for c in report.claims if c.status == status]
-        for c in group:
-            table.add_row(Text(c.status, style=_STYLE[c.status]), Text(printable(f"{c.file}:{c.id}")),
-                          c.verdict or "-", Text(printable(_short_url(c.evidence_url))), _change(c))
-        if group:
-            table.add_section()
+    table = claims_table(report)
     if table.row_count:
-        console.print(table)
+        print_table(console, table)
     intact: dict[str, int] = {}
     for c in report.claims:
         if c.status == "changed-quote-intact":
@@ -165,6 +153,24 @@ def _short_url(url: str | None) -> str:
     if not url:
         return "-"
     return url.split("://", 1)[-1].removeprefix("learn.microsoft.com")
+
+
+def claims_table(report: DriftReport) -> Table:
+    """The claims at risk or not checked, one row each, grouped by status."""
+    table = Table()
+    table.add_column("status", no_wrap=True)
+    table.add_column("claim", overflow="fold")
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("page", overflow="fold", max_width=40)
+    table.add_column("old → new", overflow="fold", ratio=1)
+    for status in _LISTED:
+        group = [c for c in report.claims if c.status == status]
+        for c in group:
+            table.add_row(Text(c.status, style=_STYLE[c.status]), Text(printable(f"{c.file}:{c.id}")),
+                          c.verdict or "-", Text(printable(_short_url(c.evidence_url))), _change(c))
+        if group:
+            table.add_section()
+    return table
 
 
 def _change(c: DriftClaim) -> Text:

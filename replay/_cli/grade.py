@@ -9,7 +9,7 @@ from typing import Any
 import click
 from rich.text import Text
 
-from .._adjudication import adjudicate, adjudication_markdown, adjudication_renderables, run_claims
+from .._adjudication import adjudicate, adjudication_markdown, adjudication_panels, run_claims
 from .._bakeoff import rerecord_hint, set_frozen, stand_in_notes_for, stand_ins_of
 from ._output import emit_report
 from .._config import project_prices, setting_path
@@ -21,7 +21,7 @@ from .._io import display_path, dump_json, load_claims, load_gold, load_results,
 from .._records import Claim, GateDecision, GoldSet, ResultsFile, Scores
 from .._render import (
     console_for, gate_lines, headline, markdown_code, markdown_text, no_verdict_heading, no_verdict_lines,
-    score_tables, unmatched_lines,
+    print_panels, print_table, score_tables, unmatched_lines,
 )
 from .._runs import MANIFEST, Run
 
@@ -78,8 +78,10 @@ def run_of(results_path: Path, run_flag: Path | None) -> Run | None:
     return Run(folder) if (folder / MANIFEST).is_file() else None
 
 
-def grade_path(path: Path, gold: GoldSet, run: Run | None, extra_claims: dict[ClaimKey, Claim]) -> Graded:
-    results = load_results(path)
+def grade_path(path: Path, gold: GoldSet, run: Run | None, extra_claims: dict[ClaimKey, Claim],
+               results: ResultsFile | None = None) -> Graded:
+    """Grade the results at `path` (`results`: those results, already loaded)."""
+    results = results if results is not None else load_results(path)
     claims = {**(run_claims(run) if run else {}), **extra_claims}
     scores = adjudicate(grade_results(results, gold, claims), run, claims)
     cost = run_cost(results, run.manifest if run is not None else None, project_prices())
@@ -131,10 +133,9 @@ def print_grade(file: Any, graded: Graded, gold_path: Path, baseline: Graded | N
         for line in no_verdict_lines(s):
             console.print(Text(printable(f"  {line}")))
     for table in score_tables(s):
-        console.print(table.rich(), soft_wrap=False)
+        print_table(console, table.rich(), soft_wrap=False)
     console.print(Text(f"Disagreements with the gold set ({len(s.errors)})", style="bold"))
-    for panel in adjudication_renderables(s.errors):
-        console.print(panel, soft_wrap=False)
+    print_panels(console, adjudication_panels(s.errors))
     if baseline is not None and gate is not None:
         console.print(Text(printable(f"Against baseline {baseline.describe()}"), style="bold"))
         console.print(Text(f"baseline:  {headline(baseline.scores)}  |  {printable(baseline.cost)}"))
@@ -188,7 +189,7 @@ def command(
     if len(chosen) > 1 or (chosen and fmt and fmt != chosen[0]):
         raise UsageError("choose one output format: --json, --markdown or --format")
     fmt = fmt or (chosen[0] if chosen else "text")
-    load_results(results)  # a bad results file is reported before anything is changed
+    loaded = load_results(results)  # a bad results file is reported before anything is changed
     if freeze is not None:
         for changed in set_frozen(results, freeze):
             click.echo(f"{'froze' if freeze else 'unfroze'} {display_path(changed)}", err=True)
@@ -200,7 +201,8 @@ def command(
     gold = load_gold(gold_path)
     batches = load_claims(list(claims_paths)) if claims_paths else []
     extra_claims = {(b.file, c.id): c for _, b in batches for c in b.claims}
-    graded = grade_path(results, gold, run_of(results, run_flag), extra_claims)
+    graded = grade_path(results, gold, run_of(results, run_flag), extra_claims,
+                        loaded if freeze is None else None)  # --freeze rewrote the file
     base = grade_path(baseline, gold, run_of(baseline, None), extra_claims) if baseline is not None else None
     gate = (adoption_gate(base.results, graded.results, gold, baseline_scores=base.scores,
                           candidate_scores=graded.scores, candidate_rerecord=graded.rerecord,

@@ -99,13 +99,14 @@ def command(
                          if mode != "replay" else "--max-cost limits a billed run; replay calls nothing and is free")
     if resume and not batch:
         raise UsageError("--resume continues an interrupted batch run: use it with --batch")
-    from .._batch_runner import ModelRoute
-    from .._runner import failed_files, run_judge  # imports anthropic (~2 s): only when the judge really runs
+    from .._runner import failed_files, run_judge  # anthropic (~2 s) is imported when a conversation runs
 
     model = str(setting("model", model, DEFAULT_MODEL))
     budget = budget_for(max_cost, model)
     route = None
     if mode != "replay":
+        from .._batch_runner import ModelRoute
+
         route = (ModelRoute.batched(run_dir, resume=resume, cache=not no_cache, progress=not no_progress,
                                     budget=budget) if batch
                  else ModelRoute(cache=not no_cache, budget=budget))

@@ -10,7 +10,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
@@ -249,6 +249,19 @@ def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+HeldOutcome = Literal["error", "drop", 503] | None
+"""How held fetches end (`LearnStandIn.release_fetches`): None answered; "error" a JSON-RPC error reply;
+"drop" the connection closed without a reply; 503 that HTTP status."""
+
+
+class HeldFailure(Exception):
+    """A held fetch released to fail without a JSON-RPC reply ("drop", or an HTTP status)."""
+
+    def __init__(self, outcome: HeldOutcome) -> None:
+        super().__init__(str(outcome))
+        self.outcome = outcome
+
+
 class ToolError(Exception):
     """A JSON-RPC error reply (code, message)."""
 
@@ -266,6 +279,7 @@ class LearnRequest:
     rpc_method: str | None
     """The JSON-RPC method (None for a DELETE, a GET or a body that is no JSON-RPC message)."""
     status: int
+    """The status answered (0: a held fetch released to "drop", its connection closed with no reply)."""
     session: str | None
     protocol_version: str | None
     """The `MCP-Protocol-Version` header, if sent."""
@@ -293,6 +307,10 @@ class LearnApp:
         self._plans: list[_FailurePlan] = []
         self.calls: list[str] = []
         self.requests: list[LearnRequest] = []
+        self._fetches_released = threading.Event()
+        self._fetches_released.set()
+        self._held_outcome: HeldOutcome = None
+        self.held = 0
         self.set_pages(pages_dir)
 
     def set_pages(self, pages_dir: Path) -> None:
@@ -360,6 +378,35 @@ class LearnApp:
                     return _FailurePlan(0, 503, method, "0")
         return None
 
+    # ------------------------------------------------------------------ held fetches
+
+    def hold_fetches(self) -> None:
+        with self._lock:
+            self._held_outcome = None
+            self._fetches_released.clear()
+
+    def release_fetches(self, outcome: HeldOutcome) -> None:
+        with self._lock:
+            self._held_outcome = outcome
+        self._fetches_released.set()
+
+    def _wait_if_held(self) -> None:
+        """Wait while fetches are held; then raise the failure planned for the held ones, if any."""
+        if self._fetches_released.is_set():
+            return
+        with self._lock:
+            self.held += 1
+        try:
+            self._fetches_released.wait(HOLD_LIMIT)
+        finally:
+            with self._lock:
+                self.held -= 1
+                outcome = self._held_outcome
+        if outcome == "error":
+            raise ToolError(-32603, "a planned failure of a held fetch (judge-replay Learn stand-in)")
+        if outcome is not None:
+            raise HeldFailure(outcome)
+
     # ------------------------------------------------------------------ tools
 
     def call_tool(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -372,6 +419,7 @@ class LearnApp:
             if not isinstance(url, str) or not url:
                 raise ToolError(-32602, f"Invalid params: {FETCH_TOOL} requires a string argument 'url'")
             self.calls.append(f"tools/call {FETCH_TOOL} {url}")
+            self._wait_if_held()
             if not is_learn_url(url):
                 text = NOT_LEARN_REFUSAL
             else:
@@ -519,6 +567,14 @@ class LearnHandler(StandInHandler):
         except InputError as err:  # the page folder was changed into something unreadable
             return self._sse(rpc_method, {"error": {"code": -32603, "message": str(err)}, "jsonrpc": "2.0",
                                           "id": message["id"]})
+        except HeldFailure as held:
+            if held.outcome == "drop":
+                self.close_connection = True
+                return self._note(rpc_method, 0)
+            status = int(held.outcome or 503)
+            self._note(rpc_method, status)
+            return self.reply(status, f"{TRANSIENT_STATUSES[status]} (judge-replay Learn stand-in: a planned "
+                              "failure of a held fetch)\n", "text/plain; charset=utf-8", {"retry-after": "0"})
         self._sse(rpc_method, {"result": result, "jsonrpc": "2.0", "id": message["id"]})
 
     def _initialize(self, message: dict[str, Any]) -> None:
@@ -537,6 +593,10 @@ class LearnHandler(StandInHandler):
         result: dict[str, Any] = {"protocolVersion": version, "capabilities": {}, "serverInfo": SERVER_INFO}
         self._sse("initialize", {"result": result, "jsonrpc": "2.0", "id": message.get("id")},
                   {SESSION_HEADER: session})
+
+
+HOLD_LIMIT = 60.0
+"""Longest a held fetch waits for `release_fetches()` (seconds): a test that forgets cannot hang."""
 
 
 class LearnStandIn(StandIn):
@@ -568,6 +628,27 @@ class LearnStandIn(StandIn):
         """Forget every session and require one from now on (strict sessions): the next request of each
         client gets 404 "Session not found", as when a stateful server's sessions expire."""
         self.app.expire_sessions()
+
+    def hold_fetches(self) -> None:
+        """Hold every `microsoft_docs_fetch` from now on (counted in `calls`, its reply not sent) until
+        `release_fetches()`: lets a test make fetches overlap."""
+        self.app.hold_fetches()
+
+    def release_fetches(self, outcome: HeldOutcome = None) -> None:
+        """End the held fetches (answered, or failed as `outcome` says: "error" a JSON-RPC error reply,
+        "drop" the connection closed without a reply, 503 that status); later fetches are answered at once."""
+        self.app.release_fetches(outcome)
+
+    @property
+    def held_fetches(self) -> int:
+        """How many fetches are held now."""
+        return self.app.held
+
+    @property
+    def fetches(self) -> list[str]:
+        """The URL of every `microsoft_docs_fetch` served (planned failures are not), in order."""
+        prefix = f"tools/call {FETCH_TOOL} "
+        return [call[len(prefix):] for call in list(self.app.calls) if call.startswith(prefix)]
 
     def fail_next(self, count: int = 1, status: int = 503, *, method: str | None = "tools/call",
                   retry_after: str = "0") -> None:

@@ -1,0 +1,288 @@
+"""The characters rich prints for a table of text on a console that shows no style, laid out without rich's per-cell machinery."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from rich._pick import pick_bool
+from rich._ratio import ratio_reduce
+from rich._wrap import divide_line
+from rich.cells import cell_len, set_cell_size
+from rich.console import Console, ConsoleOptions, JustifyMethod, OverflowMethod, RenderableType
+from rich.measure import Measurement
+from rich.segment import Segment
+from rich.style import Style
+from rich.table import Column, Table
+from rich.text import Text
+
+# Rich lays a table out by measuring and rendering every cell through Padding, Segment lists and Lines
+# (about 0.5 ms a row). For the tables our commands print (text cells, a box, a header, sections), the same
+# characters come from the same rules applied to the cells' plain text: column widths from each cell's
+# (longest word, longest line) in cells fed to rich's own collapse logic; a line that fits its column is
+# padded as rich pads it; a line that does not is divided by rich's own `divide_line` (or, justified other
+# than left, wrapped by `Text.wrap`); a cell that repeats in a column is laid out once. Anything else
+# (colour, other renderables, options `_covered` does not list) is left to rich. tests/test_plain_table.py
+# holds this to rich's output.
+
+_PADDING = (0, 1, 0, 1)
+"""The one cell padding covered (rich's default: one space either side)."""
+_OUTSIDE_FAST_LINES = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+"""Characters rich treats in ways this layout does not copy: tabs, control codes, line breaks other than \\n."""
+_TRAILING_WHITESPACE = re.compile(r"\s+$")
+_JOINERS = ("\u200d", "\ufe0f")
+"""Characters that make a string's width differ from the sum of its parts': such cells are wrapped by rich."""
+
+
+@dataclass(frozen=True)
+class _Cell:
+    lines: tuple[str, ...]
+    """The cell's plain text split at line breaks."""
+    justify: JustifyMethod
+    overflow: OverflowMethod
+    no_wrap: bool
+    simple: bool
+    """No joiner characters: a line's width is the sum of its characters' widths."""
+    ascii: bool
+    """Only ASCII (and no control code): a string's width is its length."""
+
+
+def _print_options(console: Console, soft_wrap: bool | None) -> ConsoleOptions:
+    """The options `Console.print(table, soft_wrap=soft_wrap)` renders with."""
+    if soft_wrap is None:
+        soft_wrap = console.soft_wrap
+    return console.options.update(justify=None, overflow="ignore" if soft_wrap else None, height=None,
+                                  no_wrap=True if soft_wrap else None, markup=None, highlight=None)
+
+
+def _covered(console: Console, table: Table) -> bool:
+    """Whether the console shows no style and the table uses only what this layout covers."""
+    if console.color_system is not None or console.record or console.legacy_windows:
+        return False
+    if (not table.columns or table.width is not None or table.min_width is not None or table.expand
+            or table.show_footer or table.leading or table.collapse_padding or not table.pad_edge
+            or tuple(table.padding) != _PADDING):
+        return False
+    rows = len(table.rows)
+    return all(c.width is None and c.vertical in ("top", "middle", "bottom") and len(c._cells) == rows
+               for c in table.columns)
+
+
+def _cell(console: Console, content: RenderableType, column: Column, parsed: dict[str, Text]) -> _Cell | None:
+    """The cell as the layout needs it, or None when it is not a str or Text or holds what is not covered.
+    `parsed`: the Text of each str cell (console markup), a cache."""
+    if type(content) is str:
+        text = parsed.get(content)
+        if text is None:
+            text = parsed[content] = console.render_str(content)
+    elif type(content) is Text:
+        text = content
+    else:
+        return None
+    plain = text.plain
+    if text.end != "\n" or _OUTSIDE_FAST_LINES.search(plain):
+        return None
+    return _Cell(tuple(plain.split("\n")), text.justify or column.justify or "default",
+                 text.overflow or column.overflow or "fold", pick_bool(text.no_wrap, column.no_wrap, False),
+                 not any(j in plain for j in _JOINERS), plain.isascii())
+
+
+def _natural_width(cell: _Cell) -> tuple[int, int]:
+    """Rich's measurement of the cell's text: (longest word, longest line), in cells."""
+    width = len if cell.ascii else cell_len
+    longest_line = max(map(width, cell.lines))
+    words = [word for line in cell.lines for word in line.split()]
+    return max(map(width, words), default=longest_line), longest_line
+
+
+def _column_range(naturals: set[tuple[int, int]], column: Column, max_width: int) -> Measurement:
+    """Rich's measurement of a column whose padded cells have these natural widths (`Table._measure_column`)."""
+    if max_width < 1:
+        return Measurement(0, 0)
+    pad = _PADDING[1] + _PADDING[3]
+    minimums, maximums = [], []
+    for natural in naturals:
+        if max_width - pad < 1:
+            minimum, maximum = max_width, max_width
+        else:
+            inner = Measurement(*natural).normalize().with_maximum(max_width)
+            inner = Measurement(0, 0) if inner.maximum < 1 else inner.normalize()
+            minimum, maximum = Measurement(inner.minimum + pad, inner.maximum + pad).with_maximum(max_width)
+        minimums.append(minimum)
+        maximums.append(maximum)
+    measurement = Measurement(max(minimums, default=1), max(maximums, default=max_width)).with_maximum(max_width)
+    return measurement.clamp(None if column.min_width is None else column.min_width + pad,
+                             None if column.max_width is None else column.max_width + pad)
+
+
+def _column_widths(table: Table, naturals: list[set[tuple[int, int]]], max_width: int) -> list[int]:
+    """Rich's column widths, padding included (`Table._calculate_column_widths` for a table that does not
+    expand and has no set width)."""
+    columns = table.columns
+    widths = [_column_range(n, c, max_width).maximum or 1 for n, c in zip(naturals, columns)]
+    if sum(widths) > max_width:
+        widths = Table._collapse_widths(widths, [c.width is None and not c.no_wrap for c in columns], max_width)
+        if sum(widths) > max_width:
+            widths = ratio_reduce(sum(widths) - max_width, [1] * len(widths), widths, widths)
+        widths = [_column_range(n, c, w).maximum or 0 for n, c, w in zip(naturals, columns, widths)]
+    return widths
+
+
+def _cell_lines(console: Console, cell: _Cell, width: int) -> list[str]:
+    """The cell's lines as rich renders them in `width` cells (padding excluded), each exactly `width` wide."""
+    if width < 1:
+        return []  # rich renders nothing in no room
+    lengths = [(len if cell.ascii else cell_len)(line) for line in cell.lines] if cell.simple else None
+    justify = "left" if cell.overflow == "ignore" else cell.justify  # rich does not justify what it ignores
+    if lengths is None or max(lengths) > width:
+        if justify in ("left", "default"):
+            return _wrapped(cell, width)
+        wrapped = Text("\n".join(cell.lines)).wrap(console, width, justify=cell.justify, overflow=cell.overflow,
+                                                   no_wrap=cell.no_wrap)
+        return [set_cell_size(line.plain, width) for line in wrapped]
+    if justify in ("right", "center"):
+        out = []
+        for line in cell.lines:
+            line = line.rstrip()
+            room = width - cell_len(line)
+            left = room if justify == "right" else room // 2
+            out.append(" " * left + line + " " * (room - left))
+        return out
+    return [line + " " * (width - length) for line, length in zip(cell.lines, lengths)]
+
+
+def _wrapped(cell: _Cell, width: int) -> list[str]:
+    """`Text.wrap` of a cell justified left, on plain strings: rich's own line division, then its trailing
+    whitespace rule and overflow, each line `width` wide."""
+    overflow = cell.overflow
+    out = []
+    for line in cell.lines:
+        if cell.no_wrap or overflow == "ignore":
+            pieces = [line]
+        else:
+            offsets = divide_line(line, width, fold=overflow == "fold")
+            pieces = [line[start:end] for start, end in zip([0, *offsets], [*offsets, len(line)])]
+            pieces = [_rstrip_end(piece, width) for piece in pieces]
+        for piece in pieces:
+            if overflow != "ignore" and cell_len(piece) > width:
+                piece = set_cell_size(piece, width - 1) + "…" if overflow == "ellipsis" else set_cell_size(piece, width)
+            out.append(set_cell_size(piece, width))
+    return out
+
+
+def _rstrip_end(line: str, width: int) -> str:
+    """`Text.rstrip_end`: a line longer than `width` characters loses trailing whitespace beyond it."""
+    excess = len(line) - width
+    if excess > 0 and (trailing := _TRAILING_WHITESPACE.search(line)) is not None:
+        return line[:len(line) - min(len(trailing.group(0)), excess)]
+    return line
+
+
+def _aligned(lines: list[str], vertical: str, width: int, height: int) -> list[str]:
+    blank = [" " * width] * (height - len(lines))
+    if vertical == "top":
+        return lines + blank
+    if vertical == "bottom":
+        return blank + lines
+    top = len(blank) // 2
+    return blank[:top] + lines + blank[top:]
+
+
+def _annotation(console: Console, options: ConsoleOptions, text: Text | str, style: Style | str,
+                justify: JustifyMethod) -> str:
+    """A title or caption, rendered by rich (`Table.__rich_console__`)."""
+    shown = console.render_str(text, style=style, highlight=False) if isinstance(text, str) else text
+    return "".join(s.text for s in console.render(shown, options.update(justify=justify)) if not s.control)
+
+
+def plain_table(console: Console, table: Table, *, soft_wrap: bool | None = None) -> str | None:
+    """The characters `console.print(table, soft_wrap=soft_wrap)` writes, or None when the console shows style
+    or the table holds anything this layout does not cover (then print it with rich)."""
+    if not _covered(console, table):
+        return None
+    parsed: dict[str, Text] = {}
+    columns: list[list[_Cell]] = []
+    for column in table.columns:
+        cells = []
+        for content in ([column.header] if table.show_header else []) + list(column._cells):
+            cell = _cell(console, content, column, parsed)
+            if cell is None:
+                return None
+            cells.append(cell)
+        columns.append(cells)
+    options = _print_options(console, soft_wrap)
+    extra_width = table._extra_width
+    widths = _column_widths(table, [{_natural_width(c) for c in set(cells)} for cells in columns],
+                            max(0, options.max_width - extra_width))
+    if min(widths) < sum(_PADDING[1::2]):
+        return None  # narrower than the padding: rare, left to rich
+    table_width = sum(widths) + extra_width
+    if table_width > options.max_width and not (console.soft_wrap if soft_wrap is None else soft_wrap):
+        return None  # wider than the console (columns with a minimum width), which crops it: left to rich
+    render_options = options.update(width=table_width, highlight=table.highlight, height=None)
+    out: list[str] = []
+    if table.title:
+        out.append(_annotation(console, render_options, table.title,
+                               Style.pick_first(table.title_style, "table.title"), table.title_justify))
+    out.extend(_table_lines(console, table, options, columns, widths))
+    if table.caption:
+        out.append(_annotation(console, render_options, table.caption,
+                               Style.pick_first(table.caption_style, "table.caption"), table.caption_justify))
+    return "".join(out)
+
+
+def _table_lines(console: Console, table: Table, options: ConsoleOptions, columns: list[list[_Cell]],
+                 widths: list[int]) -> Iterator[str]:
+    """The box and rows (`Table._render`), each line ending in a line break."""
+    box = table.box.substitute(options, safe=pick_bool(table.safe_box, console.safe_box)) if table.box else None
+    if box and not table.show_header:
+        box = box.get_plain_headed_box()
+    edge = table.show_edge
+    if box and edge:
+        yield box.get_top(widths) + "\n"
+    left_pad, right_pad = " " * _PADDING[3], " " * _PADDING[1]
+    inner = [w - len(left_pad) - len(right_pad) for w in widths]
+    row_count = len(columns[0])
+    laid_out: list[dict[_Cell, list[str]]] = [{} for _ in columns]  # cells repeat (a status, a page's change)
+    for index in range(row_count):
+        first, last = index == 0, index == row_count - 1
+        header_row = first and table.show_header
+        cells = []
+        for column, w, done in zip(columns, inner, laid_out):
+            lines = done.get(column[index])
+            if lines is None:
+                lines = done[column[index]] = _cell_lines(console, column[index], w)
+            cells.append(lines)
+        height = max(1, *(len(lines) for lines in cells))
+        shaped = [[f"{left_pad}{line}{right_pad}" for line in
+                   _aligned(lines, "bottom" if header_row else column.vertical, w, height)]
+                  for lines, column, w in zip(cells, table.columns, inner)]
+        if box:
+            left, right, divider = ((box.head_left, box.head_right, box.head_vertical) if first else
+                                    (box.foot_left, box.foot_right, box.foot_vertical) if last else
+                                    (box.mid_left, box.mid_right, box.mid_vertical))
+            if not edge:
+                left = right = ""
+            for line_no in range(height):
+                yield left + divider.join(cell[line_no] for cell in shaped) + right + "\n"
+            if header_row:
+                yield box.get_row(widths, "head", edge=edge) + "\n"
+            row = None if header_row else table.rows[index - table.show_header]
+            if (table.show_lines or (row is not None and row.end_section)) and not last and not header_row:
+                yield box.get_row(widths, "row", edge=edge) + "\n"
+        else:
+            for line_no in range(height):
+                yield "".join(cell[line_no] for cell in shaped) + "\n"
+    if box and edge:
+        yield box.get_bottom(widths) + "\n"
+
+
+class Prerendered:
+    """Characters already laid out, printed as they are by `Console.print` (which still crops and captures them)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
+        yield Segment(self.text)
