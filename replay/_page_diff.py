@@ -32,12 +32,14 @@ class RegionDiff:
     """`page unchanged`, `page changed elsewhere`, ... ; empty when the diff says it all."""
 
 
-def _quote_lines(text: str, quote: str) -> set[int]:
+@functools.lru_cache(maxsize=4096)
+def _quote_lines(text: str, quote: str) -> frozenset[int]:
     """Lines of the page that hold the quote (whitespace-normalised), or (for a quote spanning lines)
-    lines of 20 characters or more that the quote holds."""
+    lines of 20 characters or more that the quote holds. Kept: the claims resting on one line of a page
+    tend to quote that line."""
     q = normalise_ws(quote)
     if not q:
-        return set()
+        return frozenset()
     joined, starts = joined_lines(text)
     hits = set()
     at = joined.find(q)
@@ -49,7 +51,7 @@ def _quote_lines(text: str, quote: str) -> set[int]:
         for i, line in by_start.get(q[at:at + _LONG], ()):
             if q.startswith(line, at):
                 hits.add(i)
-    return hits
+    return frozenset(hits)
 
 
 _LONG = 20

@@ -1,16 +1,19 @@
-"""The characters rich prints for a table of text on a console that shows no style, laid out without rich's per-cell machinery."""
+"""The characters rich prints for a table of text, or one of our field panels, on a console that shows no style, laid out without rich's per-cell machinery."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from rich._pick import pick_bool
 from rich._ratio import ratio_reduce
 from rich._wrap import divide_line
+from rich.box import ROUNDED
 from rich.cells import cell_len, set_cell_size
 from rich.console import Console, ConsoleOptions, JustifyMethod, OverflowMethod, RenderableType
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.segment import Segment
 from rich.style import Style
@@ -276,6 +279,59 @@ def _table_lines(console: Console, table: Table, options: ConsoleOptions, column
                 yield "".join(cell[line_no] for cell in shaped) + "\n"
     if box and edge:
         yield box.get_bottom(widths) + "\n"
+
+
+def plain_panel(console: Console, title: str, rows: list[tuple[str, str]], note: str, body: str | None,
+                labels: dict[str, str]) -> str | None:
+    """The characters rich prints, on a console that shows no style, for `_render.FieldPanel.rich()`: a
+    rounded box titled `title`, the `rows` (label as rich markup, value as text) in a right-aligned grid,
+    `note` under them and `body` below (rich's own layout of such a panel costs about 2 ms, the whole
+    report at knowledge-base scale). None when the panel holds anything this layout does not cover (a
+    title wider than the box; a tab, an empty value or one that ends a line in the rows): rich prints
+    those. `labels` caches the labels as rich renders them. tests/test_render_panels.py holds it to rich."""
+    width = console.width
+    inner = width - 4  # the border and one space of padding on each side
+    title = Text.from_markup(escape(title)).plain.replace("\n", " ")
+    for label, _ in rows:
+        if label not in labels:
+            labels[label] = console.render_str(label).plain
+    shown = [labels[label] for label, _ in rows] + [""]
+    values = [value for _, value in rows] + [note]
+    if (any("\t" in t or t.splitlines() != t.split("\n") for t in values)  # empty, ends a line, a tab...
+            or any("\t" in t or "\n" in t for t in shown) or "\t" in title
+            or (body is not None and body.splitlines() != body.split("\n"))):  # a line break other than \n
+        return None
+    label_width = max(cell_len(label) for label in shown)
+    if cell_len(title) + 2 > width - 4 or label_width + 1 > inner // 2:
+        return None
+    value_width = min(max(cell_len(line) for v in values for line in v.split("\n")), inner - label_width - 1)
+    out = [f"{ROUNDED.top_left}{ROUNDED.top} {title} {ROUNDED.top * (width - 6 - cell_len(title))}"
+           f"{ROUNDED.top}{ROUNDED.top_right}" if title else
+           f"{ROUNDED.top_left}{ROUNDED.top * (width - 2)}{ROUNDED.top_right}"]
+    for label, value in zip(shown, values):
+        for i, line in enumerate(_panel_wrapped(console, value, value_width, justify="left", overflow="ellipsis")):
+            cell = " " * (label_width - cell_len(label)) + label if i == 0 else " " * label_width
+            out.append(_boxed(f"{cell} {set_cell_size(line, value_width)}", inner))
+    if body is not None:
+        out += [_boxed(line, inner) for line in _panel_wrapped(console, body, inner, justify=None, overflow=None)]
+    out.append(f"{ROUNDED.bottom_left}{ROUNDED.bottom * (width - 2)}{ROUNDED.bottom_right}")
+    return "\n".join(out) + "\n"
+
+
+def _panel_wrapped(console: Console, text: str, width: int, *, justify: Any, overflow: Any) -> list[str]:
+    """The lines of `text` wrapped at `width` as rich wraps a Text (which wraps each line on its own): a
+    line that fits as it is, else rich's wrapping of it (a tab, or too long)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if "\t" not in line and cell_len(line) <= width:
+            out.append(line)
+        else:
+            out += [part.plain for part in Text(line).wrap(console, width, justify=justify, overflow=overflow)]
+    return out
+
+
+def _boxed(line: str, inner: int) -> str:
+    return f"{ROUNDED.mid_left} {set_cell_size(line, inner)} {ROUNDED.mid_right}"
 
 
 class Prerendered:

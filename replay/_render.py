@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from rich.box import ROUNDED
-from rich.cells import cell_len, set_cell_size
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
@@ -19,7 +17,7 @@ from rich.text import Text
 
 from ._grading import NO_VERDICT
 from ._io import printable
-from ._plain_table import Prerendered, plain_table
+from ._plain_table import Prerendered, plain_panel, plain_table
 from ._records import VERDICTS, ClaimError, GateDecision, Scores
 
 REPORT_WIDTH = 160
@@ -61,55 +59,10 @@ class FieldPanel:
                      border_style=self.border_style)
 
     def plain(self, console: Console, labels: dict[str, str]) -> str | None:
-        """The characters rich prints for `rich()` on a console that shows no style, laid out here (rich's
-        own layout of a panel costs about 2 ms, the whole report at knowledge-base scale); None when the
-        panel holds anything this layout does not cover (a title wider than the box; a tab, an empty
-        value or one that ends a line in the rows): rich prints those. `labels`: the labels as rich
-        renders them (a cache). tests/test_render_panels.py holds it to rich's output."""
-        width = console.width
-        inner = width - 4  # the border and one space of padding on each side
-        title = Text.from_markup(escape(printable(self.title))).plain.replace("\n", " ")
-        for label, _ in self.rows:
-            if label not in labels:
-                labels[label] = console.render_str(label).plain
-        shown = [labels[label] for label, _ in self.rows] + [""]
-        values = [printable(value) for _, value in self.rows] + [printable(self.note)]
-        body = printable(self.body) if self.body else None
-        if (any("\t" in t or t.splitlines() != t.split("\n") for t in values)  # empty, ends a line, a tab...
-                or any("\t" in t or "\n" in t for t in shown) or "\t" in title
-                or (body is not None and body.splitlines() != body.split("\n"))):  # a line break other than \n
-            return None
-        label_width = max(cell_len(label) for label in shown)
-        if cell_len(title) + 2 > width - 4 or label_width + 1 > inner // 2:
-            return None
-        value_width = min(max(cell_len(line) for v in values for line in v.split("\n")), inner - label_width - 1)
-        out = [f"{ROUNDED.top_left}{ROUNDED.top} {title} {ROUNDED.top * (width - 6 - cell_len(title))}"
-               f"{ROUNDED.top}{ROUNDED.top_right}" if self.title else
-               f"{ROUNDED.top_left}{ROUNDED.top * (width - 2)}{ROUNDED.top_right}"]
-        for label, value in zip(shown, values):
-            for i, line in enumerate(_wrapped(console, value, value_width, justify="left", overflow="ellipsis")):
-                cell = " " * (label_width - cell_len(label)) + label if i == 0 else " " * label_width
-                out.append(_boxed(f"{cell} {set_cell_size(line, value_width)}", inner))
-        if body is not None:
-            out += [_boxed(line, inner) for line in _wrapped(console, body, inner, justify=None, overflow=None)]
-        out.append(f"{ROUNDED.bottom_left}{ROUNDED.bottom * (width - 2)}{ROUNDED.bottom_right}")
-        return "\n".join(out) + "\n"
-
-
-def _wrapped(console: Console, text: str, width: int, *, justify: Any, overflow: Any) -> list[str]:
-    """The lines of `text` wrapped at `width` as rich wraps a Text (which wraps each line on its own): a
-    line that fits as it is, else rich's wrapping of it (a tab, or too long)."""
-    out: list[str] = []
-    for line in text.split("\n"):
-        if "\t" not in line and cell_len(line) <= width:
-            out.append(line)
-        else:
-            out += [part.plain for part in Text(line).wrap(console, width, justify=justify, overflow=overflow)]
-    return out
-
-
-def _boxed(line: str, inner: int) -> str:
-    return f"{ROUNDED.mid_left} {set_cell_size(line, inner)} {ROUNDED.mid_right}"
+        """The characters rich prints for `rich()` on a console that shows no style (`plain_panel`), or
+        None when rich must lay it out. `labels`: the labels as rich renders them (a cache)."""
+        return plain_panel(console, printable(self.title), [(label, printable(value)) for label, value in self.rows],
+                           printable(self.note), printable(self.body) if self.body else None, labels)
 
 
 def print_panels(console: Console, panels: Sequence[FieldPanel]) -> None:
@@ -120,10 +73,7 @@ def print_panels(console: Console, panels: Sequence[FieldPanel]) -> None:
     labels: dict[str, str] = {}
     for panel in panels:
         text = panel.plain(console, labels) if plain else None
-        if text is None:
-            console.print(panel.rich(), soft_wrap=False)
-        else:
-            console.file.write(text)
+        console.print(panel.rich() if text is None else Prerendered(text), soft_wrap=False)
 
 
 def print_table(console: Console, table: Table, *, soft_wrap: bool | None = None) -> None:
