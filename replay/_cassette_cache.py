@@ -59,13 +59,31 @@ def entry_path(cassette: Path, tag: str = "") -> Path | None:
     every time, and leave nothing behind."""
     if is_off():
         return None
-    root = project_root().resolve()
+    root = _root(os.getcwd())
     try:
-        relative = cassette.resolve().relative_to(root)
+        relative = _resolved(cassette).relative_to(root)
     except ValueError:
         return None
     entry = root / FOLDER / f"{hashlib.sha256(relative.as_posix().encode()).hexdigest()[:32]}.bin"
     return tagged(entry, tag)
+
+
+@functools.lru_cache(maxsize=16)
+def _root(cwd: str) -> Path:
+    """The project root (resolved) for a working folder: asked once per folder, not once per cassette."""
+    return project_root().resolve()
+
+
+def _resolved(path: Path) -> Path:
+    """`path.resolve()`, its folder resolved once for all the cassettes in it (a run's hundreds)."""
+    if path.name in ("", ".", "..") or path.is_symlink():
+        return path.resolve()
+    return _resolved_folder(str(path.parent)) / path.name
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved_folder(folder: str) -> Path:
+    return Path(folder).resolve()
 
 
 def tagged(entry: Path | None, tag: str) -> Path | None:

@@ -59,9 +59,16 @@ def _print_options(console: Console, soft_wrap: bool | None) -> ConsoleOptions:
                                   no_wrap=True if soft_wrap else None, markup=None, highlight=None)
 
 
+def shows_no_style(console: Console) -> bool:
+    """Whether the console prints characters only (a pipe, a file: no colour, not recording): what every
+    layout here assumes."""
+    return (console.color_system is None and not console.record and not console.legacy_windows
+            and not console.options.ascii_only)
+
+
 def _covered(console: Console, table: Table) -> bool:
     """Whether the console shows no style and the table uses only what this layout covers."""
-    if console.color_system is not None or console.record or console.legacy_windows:
+    if not shows_no_style(console):
         return False
     if (not table.columns or table.width is not None or table.min_width is not None or table.expand
             or table.show_footer or table.leading or table.collapse_padding or not table.pad_edge
@@ -332,6 +339,34 @@ def _panel_wrapped(console: Console, text: str, width: int, *, justify: Any, ove
 
 def _boxed(line: str, inner: int) -> str:
     return f"{ROUNDED.mid_left} {set_cell_size(line, inner)} {ROUNDED.mid_right}"
+
+
+class LinePrinter:
+    """`console.print(markup, soft_wrap=...)` for the many one-line prints of a report. On a console that
+    shows no style, a line rich would print as it is (its text fits the width, or soft wrap is on; no tab,
+    control code, line break or joiner) is kept and written, with those before it, at the next line rich
+    prints or at `flush` (one `Console.print` for many lines; rich costs about 0.1 ms a line). Anything
+    else is printed by rich, in order. tests/test_plain_table.py holds it to rich's output."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.plain = shows_no_style(console)
+        self.pending: list[str] = []
+
+    def print(self, markup: str = "", *, soft_wrap: bool = False) -> None:
+        if self.plain:
+            text = Text.from_markup(markup).plain
+            if ("\n" not in text and not _OUTSIDE_FAST_LINES.search(text) and not any(j in text for j in _JOINERS)
+                    and (soft_wrap or cell_len(text) <= self.console.width)):
+                self.pending.append(text)
+                return
+        self.flush()
+        self.console.print(markup, soft_wrap=soft_wrap)
+
+    def flush(self) -> None:
+        if self.pending:
+            self.console.print(Prerendered("\n".join(self.pending) + "\n"), end="", soft_wrap=True)
+            self.pending = []
 
 
 class Prerendered:

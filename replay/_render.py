@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ._grading import NO_VERDICT
 from ._io import printable
-from ._plain_table import Prerendered, plain_panel, plain_table
+from ._plain_table import Prerendered, plain_panel, plain_table, shows_no_style
 from ._records import VERDICTS, ClaimError, GateDecision, Scores
 
 REPORT_WIDTH = 160
@@ -68,8 +68,7 @@ class FieldPanel:
 def print_panels(console: Console, panels: Sequence[FieldPanel]) -> None:
     """Print the panels: on a console that shows no style (a pipe, a file), laid out by `FieldPanel.plain`;
     else, or for a panel it does not cover, by rich."""
-    plain = (console.color_system is None and not console.record and not console.legacy_windows
-             and not console.options.ascii_only)
+    plain = shows_no_style(console)
     labels: dict[str, str] = {}
     for panel in panels:
         text = panel.plain(console, labels) if plain else None

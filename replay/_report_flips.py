@@ -13,6 +13,7 @@ from ._flips import shown_verdict
 from ._io import dump_json, printable
 from ._render import markdown_cell
 from ._page_diff import side_by_side, word_diff
+from ._plain_table import LinePrinter
 from ._records import Flip, FlipReport
 
 CAUSE_ORDER = ("prompt", "page", "prompt+page", "evidence_path", "model", "unknown")
@@ -86,48 +87,50 @@ def render_text(report: FlipReport, *, color: bool = False, width: int = 110) ->
     out = io.StringIO()
     console = Console(file=out, width=width, force_terminal=color, no_color=not color, highlight=False,
                       color_system="standard" if color else None)
+    lines = LinePrinter(console)
     for note in report.notes:
-        console.print(f"[bold yellow]{_t(note)}[/]", soft_wrap=True)
-    console.print(f"[bold]judge-replay diff[/]  {_t(report.run_a)} → {_t(report.run_b)}", soft_wrap=True)
+        lines.print(f"[bold yellow]{_t(note)}[/]", soft_wrap=True)
+    lines.print(f"[bold]judge-replay diff[/]  {_t(report.run_a)} → {_t(report.run_b)}", soft_wrap=True)
     if _prompt_line(report):
-        console.print("  " + _t(_prompt_line(report)))
+        lines.print("  " + _t(_prompt_line(report)))
     if report.controlled_runs:
-        console.print("  other runs used to tell the causes apart:")
+        lines.print("  other runs used to tell the causes apart:")
         for line in _controlled_lines(report):
-            console.print("    " + _t(line), soft_wrap=True)
+            lines.print("    " + _t(line), soft_wrap=True)
     for cause, flips in by_cause(report):
-        console.print()
-        console.print(f"[bold]{cause}[/] ({len(flips)}): {CAUSE_TITLES[cause]}")
+        lines.print()
+        lines.print(f"[bold]{cause}[/] ({len(flips)}): {CAUSE_TITLES[cause]}")
         for f in flips:
             gold = f"  [dim]{_t(_gold(f))}[/]" if f.gold else ""
-            console.print(f"  {_t(f.file)} [bold]{_t(f.id)}[/]  "
+            lines.print(f"  {_t(f.file)} [bold]{_t(f.id)}[/]  "
                           f"{shown_verdict(f.verdict_a)} → {shown_verdict(f.verdict_b)}{gold}")
-            console.print(f"      {_t(f.summary)}", soft_wrap=True)
+            lines.print(f"      {_t(f.summary)}", soft_wrap=True)
     if report.held_despite_page_change:
-        console.print()
-        console.print(f"[bold]held despite a page change[/] ({len(report.held_despite_page_change)})")
+        lines.print()
+        lines.print(f"[bold]held despite a page change[/] ({len(report.held_despite_page_change)})")
         elsewhere: dict[str, int] = {}
         for h in report.held_despite_page_change:
             if h["where"] == "page changed elsewhere":  # listed one by one only when the change came near the claim
                 elsewhere[h["url"]] = elsewhere.get(h["url"], 0) + 1
                 continue
-            console.print(f"  {_t(h['file'])} {_t(h['id'])}  {h['verdict']}  "
+            lines.print(f"  {_t(h['file'])} {_t(h['id'])}  {h['verdict']}  "
                           f"({_t(h['url'])}: {_t(h['where'])})", soft_wrap=True)
         for url, n in sorted(elsewhere.items()):
-            console.print(f"  {n} claim(s) on {_t(url)}: the page changed away from their values and quotes",
+            lines.print(f"  {n} claim(s) on {_t(url)}: the page changed away from their values and quotes",
                           soft_wrap=True)
     if report.unpaired:
-        console.print()
-        console.print(f"[bold]unpaired[/] ({len(report.unpaired)})")
+        lines.print()
+        lines.print(f"[bold]unpaired[/] ({len(report.unpaired)})")
         for u in report.unpaired:
-            console.print(f"  {_t(u['file'])} {_t(u['id'])}  only in {u['only_in'].upper()}")
+            lines.print(f"  {_t(u['file'])} {_t(u['id'])}  only in {u['only_in'].upper()}")
     if report.confirm_commands:
-        console.print()
-        console.print("[bold]to confirm causes, record the missing controlled runs:[/]")
+        lines.print()
+        lines.print("[bold]to confirm causes, record the missing controlled runs:[/]")
         for cmd in report.confirm_commands:
-            console.print("  " + _t(cmd), soft_wrap=True)
-    console.print()
-    console.print(_counts_line(report))
+            lines.print("  " + _t(cmd), soft_wrap=True)
+    lines.print()
+    lines.print(_counts_line(report))
+    lines.flush()
     return out.getvalue()
 
 

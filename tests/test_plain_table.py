@@ -7,13 +7,14 @@ from pathlib import Path
 import pytest
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from replay._cli import drift
 from replay._cli.main import main
-from replay._plain_table import plain_table
+from replay._plain_table import LinePrinter, plain_table
 from replay._records import DriftClaim, DriftReport
 from replay._render import TextTable, console_for, print_table
 
@@ -229,3 +230,48 @@ def test_grades_score_tables_are_laid_out_here_as_rich_lays_them_out():
     for width in (160, 60):
         text = laid_out(table.rich(), width, soft_wrap=False)
         assert text is not None and text == by_rich(table.rich(), width, soft_wrap=False)
+
+
+# --------------------------------------------------------------------------- lines of markup
+
+
+def markup_line(rng: random.Random) -> str:
+    """A line as our reports print them: words, data escaped as markup, some of ours (bold, dim)."""
+    parts = []
+    for _ in range(rng.choice([0, 1, 3, 8, 20, 40])):
+        w = word(rng)
+        kind = rng.random()
+        parts.append(f"[bold]{escape(w)}[/]" if kind < 0.1 else f"[dim]{escape(w)}[/dim]" if kind < 0.15
+                     else rng.choice(MARKUP) if kind < 0.2 else escape(w))
+    line = (" " * rng.choice([0, 0, 2, 6])).join(parts) if rng.random() < 0.1 else " ".join(parts)
+    if rng.random() < 0.05:
+        line += rng.choice(["\t", "\n", "\x1b", "\u2028", "  "])
+    return (" " * rng.choice([0, 0, 2, 4, 6])) + line
+
+
+@pytest.mark.parametrize("width", [110, 60, 23])
+def test_lines_printed_through_the_line_printer_are_the_characters_rich_prints(width: int) -> None:
+    rng = random.Random(width)
+    for _ in range(40):
+        lines = [(markup_line(rng), rng.random() < 0.3) for _ in range(rng.randint(1, 30))]
+        by_rich, by_us = io.StringIO(), io.StringIO()
+        rich_console, our_console = plain_console(by_rich, width, False), plain_console(by_us, width, False)
+        printer = LinePrinter(our_console)
+        for markup, soft in lines:
+            rich_console.print(markup, soft_wrap=soft)
+            printer.print(markup, soft_wrap=soft)
+        printer.flush()
+        assert by_us.getvalue() == by_rich.getvalue(), lines
+
+
+def test_the_line_printer_keeps_lines_that_fit_and_leaves_the_rest_to_rich_in_order() -> None:
+    out = io.StringIO()
+    printer = LinePrinter(plain_console(out, 20, False))
+    printer.print("[bold]short[/]")
+    assert printer.pending == ["short"] and out.getvalue() == ""  # kept, not yet printed by rich
+    printer.print("a line much longer than twenty columns")  # rich wraps it: the kept line goes first
+    printer.print("tab\there")
+    printer.flush()
+    assert out.getvalue() == "short\na line much longer \nthan twenty columns\ntab     here\n"
+    colour = Console(file=io.StringIO(), width=20, force_terminal=True, color_system="standard")
+    assert LinePrinter(colour).plain is False
