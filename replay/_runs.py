@@ -152,7 +152,7 @@ class Run:
             found = _conversation_of(path) if path.is_file() else ([], None)
             calls = tuple(LearnCall(str(tool), dict(args), self._texts.setdefault(text, text), bool(is_error))
                           for tool, args, text, is_error in found[0])
-            self._conversations[claims_file] = Conversation(calls, found[1])
+            self._conversations[claims_file] = Conversation(calls, _validated(found[1]))
         return self._conversations[claims_file]
 
     def learn_calls(self, claims_file: str) -> list[LearnCall]:
@@ -193,12 +193,9 @@ class Run:
     def claims(self, claims_file: str) -> list[Claim] | None:
         """The claims of one claims file as the judge saw them: the batch rendered into the first model
         request of its cassette, else the claims file the manifest names, else None."""
-        rows = self.conversation(claims_file).batch
-        if rows is not None:
-            try:
-                return [Claim.model_validate(row) for row in rows]
-            except ValidationError:
-                return None
+        batch = self.conversation(claims_file).batch
+        if batch is not None:
+            return list(batch) if batch else None
         path = self.claims_file_path(claims_file)
         if path is None:
             return None
@@ -237,10 +234,19 @@ def prompt_texts(request: object) -> list[str]:
 @dataclass(frozen=True)
 class Conversation:
     """What one cassette says besides its exchanges: its Learn calls, in order, and the claims batch its
-    first model request rendered (the rows as the prompt gives them; None when none carries one)."""
+    first model request rendered (None when none carries one; empty when it does not read as claims)."""
 
     learn_calls: tuple[LearnCall, ...]
-    batch: list[dict[str, Any]] | None
+    batch: tuple[Claim, ...] | None
+
+
+def _validated(rows: list[dict[str, Any]] | None) -> tuple[Claim, ...] | None:
+    if rows is None:
+        return None
+    try:
+        return tuple(Claim.model_validate(row) for row in rows)
+    except ValidationError:
+        return ()
 
 
 _DERIVED_BY = ("_runs.py", "_cassette.py", "_mcp.py", "_prompts.py", "_bodies.py", "_yaml.py")
