@@ -25,6 +25,17 @@ def demo_learn():
         yield handle
 
 
+@pytest.fixture
+def cached_project(tmp_path, monkeypatch):
+    """A project folder (it has a pyproject.toml) as the working folder, with our caches on."""
+    from replay._cassette_cache import OFF_VARIABLE
+
+    (tmp_path / "pyproject.toml").write_text("[tool.judge-replay]\n", "utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(OFF_VARIABLE, raising=False)
+    return tmp_path
+
+
 @pytest.fixture(autouse=True)
 def _forget_secrets():
     """Each test starts with no remembered secret: the registry (`replay._secrets`) is process-wide, and a

@@ -24,12 +24,8 @@ def _interaction(text: str) -> Interaction:
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project folder (it has a pyproject.toml) as the working folder; the cache on."""
-    (tmp_path / "pyproject.toml").write_text("[tool.judge-replay]\n", "utf-8")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv(OFF_VARIABLE, raising=False)
-    return tmp_path
+def project(cached_project: Path) -> Path:
+    return cached_project
 
 
 def _cassette(project: Path, text: str = "first") -> Path:

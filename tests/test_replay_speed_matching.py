@@ -16,7 +16,7 @@ from vcr.request import Request  # type: ignore[import-untyped]
 from factories import LEARN, fetch_interaction
 from replay._cache_control import marker, without_breakpoints
 from replay._cassette import Interaction, _fields, load_cassette, load_with, save_cassette
-from replay._cassette_cache import FOLDER, OFF_VARIABLE, entry_path, tagged
+from replay._cassette_cache import FOLDER, entry_path, tagged
 from replay._matching import canonical_request, sent_form, sent_key
 from replay._recorder import HttpRecorder, _KeptResult, _Tape, _with_rpc_id
 from replay._records import FileResult
@@ -132,11 +132,8 @@ def test_a_conversations_tape_is_let_go_when_it_ends(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "pyproject.toml").write_text("[tool.judge-replay]\n", "utf-8")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv(OFF_VARIABLE, raising=False)
-    return tmp_path
+def project(cached_project: Path) -> Path:
+    return cached_project
 
 
 def test_a_valid_replay_index_entry_is_all_that_is_read(project: Path) -> None:

@@ -27,13 +27,11 @@ RUN = "cassettes/v3-demo"
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def project(cached_project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project (pyproject.toml) as the working folder, holding the bundled v3 demo run and its claims."""
-    (tmp_path / "pyproject.toml").write_text("[tool.judge-replay]\n", "utf-8")
+    tmp_path = cached_project
     shutil.copytree(REPO / RUN, tmp_path / RUN)
     shutil.copytree(REPO / "demo" / "claims", tmp_path / "demo" / "claims")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv(OFF_VARIABLE, raising=False)
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path

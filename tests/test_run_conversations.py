@@ -8,20 +8,17 @@ from pathlib import Path
 import pytest
 
 from replay._cassette import learn_calls, load_cassette
-from replay._cassette_cache import OFF_VARIABLE, entry_path
+from replay._cassette_cache import entry_path
 from replay._runs import Run
 
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project (it has a pyproject.toml) holding a copy of the demo run v3-demo; the cache on."""
-    (tmp_path / "pyproject.toml").write_text("[tool.judge-replay]\n", "utf-8")
-    shutil.copytree(CASSETTES / "v3-demo", tmp_path / "runs" / "v3-demo")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv(OFF_VARIABLE, raising=False)
-    return tmp_path
+def project(cached_project: Path) -> Path:
+    """A project holding a copy of the demo run v3-demo; the cache on."""
+    shutil.copytree(CASSETTES / "v3-demo", cached_project / "runs" / "v3-demo")
+    return cached_project
 
 
 def _from_yaml(run: Run) -> dict[str, list[tuple[str, str, bool]]]:
