@@ -41,6 +41,7 @@ import functools
 import posixpath
 import re
 import shlex
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -433,26 +434,38 @@ def _closest(line: str, candidates: Sequence[Located]) -> Located | None:
 
 def _most_alike(line: str, candidates: Sequence[Located]) -> Located | None:
     """The first of the candidates with the highest difflib ratio to `line`, if any reaches `_SIMILAR`.
-    The full ratio (the costly part) is computed in order of its upper bound (`quick_ratio`) and no more
-    once the bound falls below the best ratio found: the answer is the one comparing every candidate gives."""
+    The full ratio (the costly part) is computed in order of its upper bound (difflib's `quick_ratio`,
+    from character counts kept per line) and no more once the bound falls below the best ratio found:
+    the answer is the one comparing every candidate gives."""
     wanted = normalise_ws(line)
-    bounded: list[tuple[float, int, difflib.SequenceMatcher[str]]] = []
+    bounded: list[tuple[float, int, str]] = []
     for i, cand in enumerate(candidates):
-        matcher = difflib.SequenceMatcher(None, wanted, normalise_ws(cand.line), autojunk=False)
-        if matcher.real_quick_ratio() < _SIMILAR:
+        other = normalise_ws(cand.line)
+        length = len(wanted) + len(other)
+        if _as_ratio(min(len(wanted), len(other)), length) < _SIMILAR:  # difflib's real_quick_ratio
             continue
-        bound = matcher.quick_ratio()
+        bound = _as_ratio(sum((_char_counts(wanted) & _char_counts(other)).values()), length)
         if bound >= _SIMILAR:
-            bounded.append((bound, i, matcher))
+            bounded.append((bound, i, other))
     bounded.sort(key=lambda b: (-b[0], b[1]))
     best, best_ratio = -1, 0.0
-    for bound, i, matcher in bounded:
+    for bound, i, other in bounded:
         if bound < best_ratio:
             break
-        ratio = matcher.ratio()
+        ratio = difflib.SequenceMatcher(None, wanted, other, autojunk=False).ratio()
         if ratio >= _SIMILAR and (ratio > best_ratio or (ratio == best_ratio and i < best)):
             best, best_ratio = i, ratio
     return candidates[best] if best >= 0 else None
+
+
+def _as_ratio(matches: int, length: int) -> float:
+    """difflib's ratio of `matches` in sequences of `length` elements together."""
+    return 2.0 * matches / length if length else 1.0
+
+
+@functools.lru_cache(maxsize=8192)
+def _char_counts(text: str) -> Counter[str]:
+    return Counter(text)
 
 
 @functools.lru_cache(maxsize=8192)
