@@ -159,7 +159,13 @@ def _cell_lines(console: Console, cell: _Cell, width: int) -> list[str]:
             left = room if justify == "right" else room // 2
             out.append(" " * left + line + " " * (room - left))
         return out
-    return [line + " " * (width - length) for line, length in zip(cell.lines, lengths)]
+    out = []
+    for line, length in zip(cell.lines, lengths):
+        if cell.overflow != "ignore" and len(line) > width:  # fits in cells, not in characters (zero-width ones)
+            line = _rstrip_end(line, width)
+            length = cell_len(line)
+        out.append(line + " " * (width - length))
+    return out
 
 
 def _wrapped(cell: _Cell, width: int) -> list[str]:
@@ -331,7 +337,7 @@ def _panel_wrapped(console: Console, text: str, width: int, *, justify: Any, ove
     out: list[str] = []
     for line in text.split("\n"):
         if "\t" not in line and cell_len(line) <= width:
-            out.append(line)
+            out.append(_rstrip_end(line, width))
         else:
             out += [part.plain for part in Text(line).wrap(console, width, justify=justify, overflow=overflow)]
     return out
@@ -358,7 +364,7 @@ class LinePrinter:
             text = Text.from_markup(markup).plain
             if ("\n" not in text and not _OUTSIDE_FAST_LINES.search(text) and not any(j in text for j in _JOINERS)
                     and (soft_wrap or cell_len(text) <= self.console.width)):
-                self.pending.append(text)
+                self.pending.append(text if soft_wrap else _rstrip_end(text, self.console.width))
                 return
         self.flush()
         self.console.print(markup, soft_wrap=soft_wrap)

@@ -391,6 +391,9 @@ class HttpRecorder:
         """Replay: per finished conversation with any, its interactions no request used, described."""
         self.recorded_interactions = 0
         """Replay: interactions in the cassettes of the finished conversations."""
+        self.found_by_secret = False
+        """Replay: some request was found only as the cassette stores it scrubbed (`_as_stored`), which
+        depends on the secrets this process knows: such a replay leaves no receipt (`_receipts`)."""
         self._page_cache: dict[str, tuple[str, Interaction]] = {}
         """Normalised URL -> (claims file that fetched it live, the exchange)."""
         self._in_flight: dict[str, _PageFetch] = {}
@@ -529,6 +532,7 @@ class HttpRecorder:
         i = tape.take(creq)
         if i is None and (stored := _as_stored(request, creq)) is not None:
             i = tape.take(stored)
+            self.found_by_secret = self.found_by_secret or i is not None
         if i is None:
             raise self._miss(tape, creq)
         self._count(creq)

@@ -394,14 +394,19 @@ def _replay(
             for result in receipted:
                 bar.file_done(result)
         return _replayed_results(run, prompt, receipted, batched)
-    files = _replay_in_full(run, prompt, batches, concurrency=concurrency, progress=progress)
-    if receipt is not None:
-        receipt.write(files)
+    files, found_by_secret = _replay_in_full(run, prompt, batches, concurrency=concurrency, progress=progress)
+    # a receipt only for a replay that rested on nothing but the inputs it hashed: none whose requests were
+    # found through a secret this process knows, none whose inputs changed while it ran
+    if receipt is not None and not found_by_secret:
+        after = receipt_for(run, prompt, batches)
+        if after is not None and after.inputs_sha256 == receipt.inputs_sha256:
+            receipt.write(files)
     return _replayed_results(run, prompt, files, batched)
 
 
 def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, ClaimsBatch]], *, concurrency: int,
-                    progress: bool) -> list[FileResult]:
+                    progress: bool) -> tuple[list[FileResult], bool]:
+    """(the replayed results, whether a request was found only through a secret: `found_by_secret`)."""
     from ._recorder import HttpRecorder
 
     m = run.manifest
@@ -421,7 +426,7 @@ def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, ClaimsBa
             )
     finally:
         _close(sessions)
-    return files
+    return files, recorder.found_by_secret
 
 
 def _replayed_results(run: Run, prompt: Prompt, files: list[FileResult], batched: dict[str, bool | None]) -> ResultsFile:

@@ -275,3 +275,23 @@ def test_the_line_printer_keeps_lines_that_fit_and_leaves_the_rest_to_rich_in_or
     assert out.getvalue() == "short\na line much longer \nthan twenty columns\ntab     here\n"
     colour = Console(file=io.StringIO(), width=20, force_terminal=True, color_system="standard")
     assert LinePrinter(colour).plain is False
+
+
+@pytest.mark.parametrize("text", ["see cafe\u0301 menu\xa0", "e\u0301" * 30 + "\u3000", "x\u200b" * 12 + "\xa0 ",
+                                  "e\u0301" * 60 + "  "])
+def test_a_line_that_fits_in_cells_but_not_in_characters_loses_trailing_whitespace_as_in_rich(text: str) -> None:
+    """Zero-width characters: rich drops trailing whitespace from a line longer than the width in
+    characters, even when it fits in cells (`Text.rstrip_end`)."""
+    width = len(text) - 2
+    table = Table("a")
+    table.add_row(Text(text))
+    by_rich, by_us = io.StringIO(), io.StringIO()
+    plain_console(by_rich, width + 4, False).print(table)
+    print_table(plain_console(by_us, width + 4, False), table)
+    assert by_us.getvalue() == by_rich.getvalue()
+    lines_rich, lines_us = io.StringIO(), io.StringIO()
+    plain_console(lines_rich, width, False).print(escape(text))
+    printer = LinePrinter(plain_console(lines_us, width, False))
+    printer.print(escape(text))
+    printer.flush()
+    assert lines_us.getvalue() == lines_rich.getvalue()

@@ -78,3 +78,9 @@ def test_a_terminal_gets_rich_styles():
     c = Console(file=out, width=100, force_terminal=True, color_system="standard", highlight=False, soft_wrap=True)
     print_panels(c, [FieldPanel("title", [("claim:", "value")], "note", "body", "red")])
     assert "\x1b[" in out.getvalue()  # styled by rich, not laid out as plain characters
+
+
+def test_a_value_that_fits_in_cells_but_not_in_characters_is_laid_out_as_rich_does() -> None:
+    p = FieldPanel("title", [("claim:", "see cafe\u0301 menu\xa0" + "e\u0301" * 70 + "\u3000")], "note", None, "red")
+    for width in (60, 100, 160):
+        assert by_print_panels([p], width) == by_rich([p], width)

@@ -643,3 +643,29 @@ def test_url_credentials_are_redacted_whole_in_an_echoed_basic_header() -> None:
     assert _secrets.redact(f"auth=Basic {encoded};") == "auth=REDACTED;"
     assert _secrets.redact(f"token {encoded}.") == "token REDACTED."
     assert _secrets.redact("sent reviewer:PassCanary9x") == "sent REDACTED"
+
+
+def test_a_replay_that_finds_a_request_only_through_a_known_secret_leaves_no_receipt(
+        workdir: Path, stand_ins: tuple[Any, Any]) -> None:
+    """Which secrets a process knows decides whether a request stored scrubbed is found (`_as_stored`):
+    such a replay is not a function of the hashed inputs alone, so it must not answer a later replay."""
+    from replay import _secrets
+    from replay._receipts import FOLDER
+
+    key = "sk-ant-api03-" + "Kq7" * 14
+    data = {"file": "docs/models.md", "claims": [dict(CLAIMS["a-models.json"]["claims"][0],
+                                                       claim=f"The sample key {key} is quoted in the docs.")]}
+    (workdir / "claims3").mkdir()  # the key written as JSON escapes: no scan of the file's bytes sees it
+    (workdir / "claims3" / "keyed.json").write_text(json.dumps(data).replace("api03", "\\u0061pi03"), "utf-8")
+    learn, model = stand_ins
+    run_judge("v3", ["claims3"], "runs/keyed", "record", model="claude-test", learn_url=learn.url,
+              anthropic_base_url=model.url, api_key=key, progress=False)
+    assert "REDACTED" in (workdir / "runs" / "keyed" / cassette_name("docs/models.md")).read_text("utf-8")
+    _secrets.forget_all()
+    _secrets.remember(key)  # the user's key, as `judge --mode replay` remembers it
+    assert replay_run("runs/keyed").files[0].results
+    assert not list((workdir / FOLDER).glob("*.json"))
+    _secrets.forget_all()
+    _secrets.remember("sk-ant-api03-" + "Zx9" * 14)  # another key: the full replay cannot find the request
+    with pytest.raises(CassetteMiss):
+        replay_run("runs/keyed")
