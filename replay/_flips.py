@@ -300,8 +300,10 @@ def _compare_pages(a: RunInput, b: RunInput, ta: ClaimTrace, tb: ClaimTrace) -> 
 
 def _page_evidence(
     cmp: PageCompare, ta: ClaimTrace, tb: ClaimTrace, claim: Claim | None, ra: ClaimResult | None,
-    rb: ClaimResult | None, a: RunInput, b: RunInput,
+    rb: ClaimResult | None, a: RunInput, b: RunInput, *, detail: bool = True,
 ) -> dict[str, Any]:
+    """What one page says about a claim in the two runs. `detail=False`: only whether and where the page
+    changed (`near_claim`, `note`), without the diff's text and the changed line (a verdict that held)."""
     quote_a = ra.evidence_quote if ra else ""
     quote_b = rb.evidence_quote if rb else ""
     ev: dict[str, Any] = {
@@ -332,13 +334,13 @@ def _page_evidence(
         text_a, text_b, values=value_tokens(claim_text), quotes=[q for q in (quote_a, quote_b) if q],
         subjects=subject_words(claim_text),
         old_label=f"{name} in {a.name} (sha {short_hash_of(cmp.a)})",
-        new_label=f"{name} in {b.name} (sha {short_hash_of(cmp.b)})",
+        new_label=f"{name} in {b.name} (sha {short_hash_of(cmp.b)})", hunks=detail,
     )
     ev["diff"] = diff.unified
     ev["near_claim"] = diff.near_claim
     if diff.note:
         ev["note"] = diff.note
-    if diff.near_claim:
+    if diff.near_claim and detail:
         old_line, new_line = claim_line_pair(text_a, text_b, claim_text, quote_a, quote_b)
         if old_line is not None or new_line is not None:
             ev["old_line"], ev["new_line"] = old_line, new_line
@@ -572,7 +574,7 @@ def explain_flip(
         if not page_changed_any or ra.judge_verdict is None:  # no verdict on either side: nothing held
             return None, None
         first = next(c for c in compares if c.changed)
-        ev = _page_evidence(first, ta, tb, claim, ra, rb, a, b)
+        ev = _page_evidence(first, ta, tb, claim, ra, rb, a, b, detail=False)
         return None, {
             "file": key[0], "id": key[1], "verdict": ra.judge_verdict, "url": ev["url"],
             "sha256_a": ev["sha256_a"] or "missing", "sha256_b": ev["sha256_b"] or "missing",

@@ -142,8 +142,10 @@ def region_diff(
     old_label: str = "a",
     new_label: str = "b",
     context: int = CONTEXT_LINES,
+    hunks: bool = True,
 ) -> RegionDiff:
-    """The hunks of old -> new that touch the claim's lines (values or quotes), with a few lines of context."""
+    """The hunks of old -> new that touch the claim's lines (values or quotes), with a few lines of context
+    (`hunks=False`: whether any does, without their text)."""
     if old == new:
         return RegionDiff(False, False, "", UNCHANGED)
     a, b = page_lines(old), page_lines(new)
@@ -164,6 +166,8 @@ def region_diff(
     chosen = [k for k, (tag, *span) in enumerate(ops) if tag != "equal" and touches(*span)]
     if not chosen:
         return RegionDiff(True, False, "", ELSEWHERE)
+    if not hunks:
+        return RegionDiff(True, True, "", "")
     out = [f"--- {old_label}", f"+++ {new_label}"]
     for hunk in _hunks(ops, chosen, context):
         out.extend(_format_hunk(a, b, hunk, focus_a, focus_b))
