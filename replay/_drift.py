@@ -55,8 +55,10 @@ from ._text import (
     Located,
     find_line,
     has_digit,
+    line_counts,
     line_token_set,
     normalise_ws,
+    page_lines,
     parse_number,
     quote_occurs,
     subject_words,
@@ -269,7 +271,7 @@ def _claim_words(claim: str | None) -> set[str]:
 @functools.lru_cache(maxsize=32)
 def _lines(text: str) -> tuple[Located, ...]:
     """A page's non-blank lines (cached: each page version is split once per command, not per claim)."""
-    return tuple(Located(i, line) for i, line in enumerate(text.splitlines()) if line.strip())
+    return tuple(Located(i, line) for i, line in enumerate(page_lines(text)) if line.strip())
 
 
 @functools.lru_cache(maxsize=32)
@@ -323,10 +325,10 @@ def _value_line(text: str, values: set[str], words: set[str]) -> Located | None:
     (first on a tie: `1` is on many lines, `1 K` for Azure for Students on one), if any carries a value.
     Only the lines holding a value are looked at (`_line_index`)."""
     lines, index = _lines(text), _line_index(text)
-    by_value = _counts(index, values)
+    by_value = line_counts(index, values)
     if not by_value:
         return None
-    by_word = _counts(index, words)
+    by_word = line_counts(index, words)
     best = min(by_value, key=lambda i: (-by_value[i], -by_word.get(i, 0), i))
     return lines[best]
 
@@ -339,15 +341,6 @@ def _line_index(text: str) -> dict[str, tuple[int, ...]]:
         for token in _tokset(line.line):
             index.setdefault(token, []).append(i)
     return {token: tuple(at) for token, at in index.items()}
-
-
-def _counts(index: Mapping[str, tuple[int, ...]], tokens_: AbstractSet[str]) -> dict[int, int]:
-    """How many of `tokens_` each line holds (lines holding none left out)."""
-    counts: dict[int, int] = {}
-    for token in tokens_:
-        for i in index.get(token, ()):
-            counts[i] = counts.get(i, 0) + 1
-    return counts
 
 
 def _anchors(item: ClaimEvidence, old_text: str) -> list[Located]:
@@ -523,11 +516,11 @@ def _support(text: str, claim: str | None, values: set[str]) -> tuple[tuple[bool
     words = _claim_words(claim)
     lines, index = _lines(text), _line_index(text)
     if not values:
-        by_word = _counts(index, words)
+        by_word = line_counts(index, words)
         every = [i for i, n in by_word.items() if n == len(words)]
         line = lines[min(every)] if every else None
         return (line is not None, 0), line
-    by_value, by_word = _counts(index, values), _counts(index, words)
+    by_value, by_word = line_counts(index, values), line_counts(index, words)
     holding = [i for i, n in by_value.items() if n == len(values)]
     best: Located | None = None
     best_count = -1

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ._text import joined_lines, line_at, line_token_set, normalise_ws, normalised_lines, page_lines, parse_number
+from ._text import joined_lines, line_at, line_counts, line_token_set, normalise_ws, normalised_lines, page_lines, parse_number
 
 CONTEXT_LINES = 2
 UNCHANGED = "page unchanged"
@@ -68,16 +68,6 @@ def _long_lines(text: str) -> dict[str, list[tuple[int, str]]]:
     return out
 
 
-def _counts(text: str, words: Sequence[str]) -> dict[int, int]:
-    """How many of the words each line holds (lines holding none left out)."""
-    index = _token_index(text)
-    counts: dict[int, int] = {}
-    for word in set(words):
-        for i in index.get(word, ()):
-            counts[i] = counts.get(i, 0) + 1
-    return counts
-
-
 @functools.lru_cache(maxsize=64)
 def _token_sets(text: str) -> tuple[frozenset[str], ...]:
     """Each line's tokens (`line_token_set`), once per page: every claim resting on a page scores the
@@ -100,7 +90,7 @@ def focus_lines(text: str, values: Sequence[str], quotes: Sequence[str], subject
     subject words; with no value on the page, the lines sharing most, and at least two, subject words),
     and those holding a quote."""
     hits: set[int] = set()
-    by_value = _counts(text, values)
+    by_value = line_counts(_token_index(text), set(values))
     best = max(by_value.values(), default=0)
     if best:
         tied = [i for i, s in by_value.items() if s == best]
@@ -109,7 +99,7 @@ def focus_lines(text: str, values: Sequence[str], quotes: Sequence[str], subject
         top = max(by_subject.values())
         hits |= {i for i in tied if by_subject[i] == top}
     else:
-        by_subject = _counts(text, subjects)
+        by_subject = line_counts(_token_index(text), set(subjects))
         top = max(by_subject.values(), default=0)
         if top >= 2:
             hits |= {i for i, s in by_subject.items() if s == top}

@@ -6,6 +6,7 @@ import bisect
 import functools
 import hashlib
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 _STRIP = ".,;:!?()[]*`"
@@ -106,6 +107,16 @@ def joined_lines(page: str) -> tuple[str, list[int]]:
         starts.append(at)
         at += len(line) + 1
     return "\n".join(normalised_lines(page)), starts
+
+
+def line_counts(index: Mapping[str, Sequence[int]], tokens: Iterable[str]) -> dict[int, int]:
+    """How many of the (distinct) `tokens` each line holds, from a page's token -> lines index (lines
+    holding none left out): scoring a page's lines for a claim without reading every line."""
+    counts: dict[int, int] = {}
+    for token in tokens:
+        for i in index.get(token, ()):
+            counts[i] = counts.get(i, 0) + 1
+    return counts
 
 
 def line_at(starts: list[int], offset: int) -> int:
