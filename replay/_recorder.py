@@ -38,8 +38,8 @@ unrecorded. These stubs and that protocol are all we use of vcrpy besides its ca
   model calls go live (and are recorded in record mode, together with the Learn answers served).
   In replay it is ignored: a run recorded that way already holds its Learn answers.
 
-`verify_run(run_dir)` replays a run through the runner (`replay_run`) and checks it against its
-results.json and for unused interactions (`HttpRecorder.unused()`, found via `recorders_created()`).
+`_verify.verify_run(run_dir)` replays a run through the runner and checks it against its results.json
+and for unused interactions (`HttpRecorder.unused_requests()`, found via `recorders_created()`).
 
 Retries. Replay never sleeps nor retries (the runner builds the anthropic client with max_retries=0,
 and a replayed `retry-after` is always `0`). A recording keeps only what a replay needs: a transient
@@ -84,13 +84,12 @@ from ._matching import (
     canonical_request,
     closest,
     key_digest,
-    results_differences,
     sent_form,
     sent_key,
 )
 from ._mcp import normalise_learn_url, parse_jsonrpc_reply
 from ._cassette_cache import source_sha256
-from ._records import FileResult, RunStats
+from ._records import RunStats
 from ._runs import cassette_name
 from ._scrub import scrub_interaction
 
@@ -772,67 +771,3 @@ def _interaction(request: Any, response: dict[str, Any]) -> Interaction:
         request_headers={str(k).lower(): [str(v)] for k, v in request.headers.items()},
         response_headers=resp_headers,
     )
-
-
-# --------------------------------------------------------------------------- verify: replay a run, compare
-
-
-@dataclass
-class VerifyReport:
-    """What `judge-replay cassettes verify` found for one run."""
-
-    run: str
-    problems: list[str]
-    """One line each, naming the claims file (empty: the run reproduces)."""
-    interactions: int = 0
-    """Recorded interactions in the run's cassettes."""
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-
-def verify_run(run_dir: str | Path) -> VerifyReport:
-    """Replay a run offline (its own prompt, claims and cassettes) and check that it reproduces its
-    recorded results.json (`files`) and that every recorded interaction was used."""
-    from ._io import load_results
-    from ._runner import replay_run
-    from ._runs import Run
-
-    run = Run(run_dir)
-    results = load_results(run.path)
-    batched = {f.file: f.batch for f in results.files}
-    recorded_files = [_KeptResult.of(f) for f in results.files]  # memory holds the replay's results, not two
-    del results
-    problems: list[str] = []
-    try:
-        with recorders_created() as recorders:
-            replayed = replay_run(run, use_receipt=False, batched=batched)  # the check itself: always in full
-    except CassetteMiss as miss:
-        return VerifyReport(str(run.path), [f"{miss.claims_file}: the replay stopped: {line}" for line in str(miss).splitlines()[1:]])
-    problems.extend(results_differences(recorded_files, replayed.files))
-    recorder = next((r for r in recorders if r.mode == "replay"), None)
-    unused = recorder.unused_requests() if recorder else {}
-    for entry in run.manifest.claims:
-        for index, what in unused.get(entry.file, []):
-            problems.append(f"{entry.file}: recorded interaction {index} ({what}) was never used by the replay")
-    if recorder is None:
-        problems.append("the replay went through no recorder, so unused interactions could not be checked")
-    return VerifyReport(str(run.path), problems, recorder.recorded_interactions if recorder else 0)
-
-
-class _KeptResult:
-    """A recorded file's results kept as its JSON (a fifth of the objects' memory) until compared."""
-
-    def __init__(self, file: str, line: str) -> None:
-        self.file = file
-        self.line = line
-
-    @classmethod
-    def of(cls, result: FileResult) -> _KeptResult | FileResult:
-        """`result` kept as JSON, or as it is when its JSON would not read back equal."""
-        line = result.model_dump_json()
-        return cls(result.file, line) if FileResult.model_validate_json(line) == result else result
-
-    def model_dump(self, **options: Any) -> dict[str, Any]:
-        return FileResult.model_validate_json(self.line).model_dump(**options)

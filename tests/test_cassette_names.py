@@ -12,7 +12,7 @@ import pytest
 from factories import write_json, write_run
 from replay._errors import InputError
 from replay._io import load_claims
-from replay._recorder import verify_run
+from replay._verify import verify_run
 from replay._runner import run_judge
 from replay._runs import MAX_NAME_BYTES, Run, cassette_name
 from replay._sim import start_learn, start_model

@@ -15,7 +15,8 @@ import pytest
 from replay._errors import LearnError
 from replay._learn import LearnClient
 from replay._mcp import normalise_learn_url
-from replay._recorder import HttpRecorder, verify_run
+from replay._recorder import HttpRecorder
+from replay._verify import verify_run
 from replay._runner import run_judge
 from replay._runs import cassette_name
 from replay._sim import start_model

@@ -18,7 +18,8 @@ from replay._cache_control import marker, without_breakpoints
 from replay._cassette import Interaction, _fields, load_cassette, load_with, save_cassette
 from replay._cassette_cache import FOLDER, entry_path, tagged
 from replay._matching import canonical_request, sent_form, sent_key
-from replay._recorder import HttpRecorder, _KeptResult, _Tape, _with_rpc_id
+from replay._recorder import HttpRecorder, _Tape, _with_rpc_id
+from replay._verify import _KeptResult
 from replay._records import FileResult
 from replay._runs import cassette_name
 

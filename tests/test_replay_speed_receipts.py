@@ -18,7 +18,8 @@ from replay._cassette_cache import OFF_VARIABLE
 from replay._cli.main import main
 from replay._errors import InputError
 from replay._receipts import FOLDER, code_sha256, installed_distributions, receipt_for
-from replay._recorder import recorders_created, verify_run
+from replay._recorder import recorders_created
+from replay._verify import verify_run
 from replay._runner import _run_claims, _run_prompt, replay_run
 from replay._runs import Run
 

@@ -18,7 +18,7 @@ import pytest
 
 from factories import LocalServer, write_json
 from replay._errors import UsageError
-from replay._recorder import verify_run
+from replay._verify import verify_run
 from replay._runfolder import STAGING_FOLDER, RunFolderWriter, recover
 from replay._sim import start_learn, start_model
 

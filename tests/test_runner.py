@@ -16,7 +16,7 @@ import pytest
 from factories import closed_port_url, write_json
 from replay._errors import CassetteMiss, InputError, LearnError, RecordingFailed, UsageError
 from replay._io import load_results
-from replay._recorder import verify_run
+from replay._verify import verify_run
 from replay._runner import NO_KEY, replay_run, run_judge
 from replay._runs import Run, cassette_name
 from replay._scrub import audit

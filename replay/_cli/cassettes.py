@@ -61,7 +61,7 @@ def audit(paths: tuple[Path, ...]) -> None:
 def verify(runs: tuple[Path, ...]) -> None:
     """Replay each run offline and check it reproduces its results.json and uses every recorded
     interaction. Exit 1 on any mismatch."""
-    from .._recorder import verify_run
+    from .._verify import verify_run
 
     failed = 0
     for run in runs:
