@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ._io import compact_json, parse_json_noting_floats
+
 StringFix = Callable[[str], str]
 
 
@@ -25,13 +27,13 @@ def rewrite_sse_json(body: str, change: Callable[[Any], Any] | None = None) -> s
         end = "\r" if line.endswith("\r") else ""
         payload = line[5:].removesuffix("\r")
         try:
-            message = json.loads(payload)
+            message, float_free = parse_json_noting_floats(payload)
         except (ValueError, RecursionError):  # not JSON, or a number of more than 4300 digits
             continue
         if change is not None:
-            message = change(message)
+            message, float_free = change(message), False
         lead = " " if payload.startswith(" ") else ""
-        lines[n] = "data:" + lead + json.dumps(message, ensure_ascii=False, separators=(",", ":")) + end
+        lines[n] = "data:" + lead + compact_json(message, float_free=float_free) + end
     return "\n".join(lines)
 
 

@@ -19,13 +19,12 @@ URIs stored with the stand-ins' default ports, so two recordings of the same exc
 byte-identical and a replay can never be told to sleep. The loader (YAML aliases and nesting bounded,
 `_yaml`) also reads stock vcrpy's cassettes (compressed bodies as `!!binary`) and pydantic-ai's variant
 (JSON bodies as a `parsed_body` mapping); anything malformed is an InputError naming the file.
-`load_with` keeps a cassette's interactions together with what a caller derives from them (replay's
-index) in one entry of the parsed-cassette cache, so a replay reads one entry per cassette.
+`derived` keeps what a caller derives from a cassette's interactions (replay's index and responses) in
+an entry of its own of the parsed-cassette cache, so a replay reads one entry per cassette.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,10 +34,11 @@ from typing import Any, TypeVar
 import yaml
 
 from ._bodies import map_strings, rewrite_sse_json
-from ._cassette_cache import cached, entry_path, parsed_cassette, source_sha256, tagged, text_of
+from ._cassette_cache import Cassette, cached, text_of
+from ._cassette_yaml import WIDTH, block_yaml
 from ._commands import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT, canonical_endpoint
 from ._errors import InputError, UsageError
-from ._io import atomic_write_text, reading_error
+from ._io import atomic_write_text, indented_json, parse_json_noting_floats, reading_error
 from ._matching import canonical_request
 from ._mcp import FETCH_TOOL, STAND_IN_HEADER, is_missing_page, parse_jsonrpc_reply, tool_result_text
 from ._scrub import MAX_BODY, gunzip, scrub_interactions
@@ -201,11 +201,12 @@ def _headers(raw: Any, what: str) -> dict[str, list[str]]:
 
 
 def _readable(body: str | None) -> str | None:
-    """JSON bodies re-indented for people and diffs; anything else unchanged."""
+    """JSON bodies re-indented for people and diffs (`_io.indented_json`); anything else unchanged."""
     if not body or body[:1] not in "{[":
         return body
     try:
-        readable = json.dumps(json.loads(body), indent=2, ensure_ascii=False)
+        data, float_free = parse_json_noting_floats(body)
+        readable = indented_json(data, float_free=float_free)
         readable.encode("utf-8")  # a lone surrogate escape cannot be written as text: keep the body as sent
         return readable
     except (ValueError, RecursionError):  # not JSON, a number too long to read, a lone surrogate
@@ -233,8 +234,12 @@ def dumps_cassette(interactions: list[Interaction], *, scrub: bool = True) -> st
 
 
 def _yaml_text(interactions: list[Interaction]) -> str:
+    """The cassette's YAML: `_cassette_yaml.block_yaml` where it writes what `yaml.dump` would (nearly
+    always, at a fraction of its cost), else `yaml.dump` itself."""
     data = {"interactions": [i.to_vcr() for i in interactions], "version": 1}
-    text: str = yaml.dump(data, Dumper=_BlockDumper, sort_keys=True, allow_unicode=True, width=100_000)
+    text = block_yaml(data, _BlockDumper)
+    if text is None:
+        text = yaml.dump(data, Dumper=_BlockDumper, sort_keys=True, allow_unicode=True, width=WIDTH)
     return text
 
 
@@ -338,47 +343,27 @@ def canonical_uri(method: str, uri: str, body: str | None, kind: str | None = No
 _YAML_PARSER = "yaml safe, bounded aliases, v1"
 
 
-def load_cassette(path: str | Path) -> list[Interaction]:
+def load_cassette(path: str | Path | Cassette) -> list[Interaction]:
     """Load a vcrpy YAML cassette (ours or stock) into interactions; anything malformed is an
-    InputError naming the file and the interaction."""
-    path = Path(path)
+    InputError naming the file and the interaction. Given a `Cassette`, what it has read is reused."""
+    source = path if isinstance(path, Cassette) else Cassette(Path(path))
     try:
-        data = parsed_cassette(path, lambda text: load_yaml(text, path), parser=_YAML_PARSER)
+        data = cached(source, "", lambda: load_yaml(text_of(source.raw()), source.path), parser=_YAML_PARSER)
     except (OSError, UnicodeDecodeError) as exc:
-        raise reading_error(path, exc, "cassette") from exc
-    return _interactions(path, data)
+        raise reading_error(source.path, exc, "cassette") from exc
+    return _interactions(source.path, data)
 
 
-def load_with(path: str | Path, derive: Callable[[list[Interaction]], T], *, tag: str, code: str) -> tuple[list[Interaction], T]:
-    """A cassette's interactions (as `load_cassette`) and `derive(interactions)`, kept together in one
-    entry of the parsed-cassette cache (`tag` names it, `code` is the sha256 of the source that derives
-    it: `_cassette_cache.source_sha256`), so a valid entry is all that is read."""
-    path = Path(path)
+def derived(source: Cassette, derive: Callable[[list[Interaction]], T], *, tag: str, code: str) -> T:
+    """`derive(interactions)` of a cassette, kept in an entry of its own in the parsed-cassette cache
+    (`tag` names it, `code` is the sha256 of the source that derives it: `_cassette_cache.source_sha256`),
+    so a valid entry (and the cassette's stamp) is all that is read; the cassette is loaded (as
+    `load_cassette`) only to derive it again."""
     try:
-        raw = path.read_bytes()
+        value: T = cached(source, tag, lambda: derive(load_cassette(source)), parser=f"{tag}; code {code}")
     except OSError as exc:
-        raise reading_error(path, exc, "cassette") from exc
-    sha256 = hashlib.sha256(raw).hexdigest()
-    entry = entry_path(path)
-
-    def parse() -> Any:
-        try:
-            return load_yaml(text_of(raw), path)
-        except UnicodeDecodeError as exc:
-            raise reading_error(path, exc, "cassette") from exc
-
-    def flat_and_derived() -> tuple[list[tuple[Any, ...]], T]:
-        interactions = _interactions(path, cached(entry, raw, sha256, parse, parser=_YAML_PARSER))
-        return [_fields(it) for it in interactions], derive(interactions)
-
-    flat, derived = cached(tagged(entry, tag), raw, sha256, flat_and_derived, parser=f"{tag}; code {code}")
-    return [Interaction(*fields) for fields in flat], derived
-
-
-def _fields(it: Interaction) -> tuple[Any, ...]:
-    """An Interaction's fields in declaration order (what `Interaction(*fields)` takes back)."""
-    return (it.method, it.uri, it.request_body, it.status, it.response_body, it.request_headers,
-            it.response_headers, it.reason)
+        raise reading_error(source.path, exc, "cassette") from exc
+    return value
 
 
 def _interactions(path: Path, data: Any) -> list[Interaction]:

@@ -21,9 +21,10 @@ SNAPSHOT_PROMPT = "pages-snapshot"
 
 def run_drift(old_run: Run, new_run: Run, *, run_name: str, against_name: str,
               claims: Mapping[str, list[Claim]] | None = None, claims_paths: Mapping[str, str] | None = None,
-              today: str, outside_project: str | None = None) -> DriftReport:
-    """The drift report of `old_run` against the pages of `new_run` (both run folders, read offline)."""
-    items = drift_items(old_run, claims or {})
+              today: str, outside_project: str | None = None, items: list[ClaimEvidence] | None = None) -> DriftReport:
+    """The drift report of `old_run` against the pages of `new_run` (both run folders, read offline);
+    `items`: `drift_items(old_run, claims)`, when the caller has them."""
+    items = items if items is not None else drift_items(old_run, claims or {})
     paths = {**run_claims_paths(old_run), **(claims_paths or {})}
     # the re-record fetches today's pages: never pinned to the pages the old run may have been served from
     recorded_as = old_run.manifest.model_copy(update={"pages_from": None})
@@ -37,7 +38,7 @@ def run_drift(old_run: Run, new_run: Run, *, run_name: str, against_name: str,
 def drift_items(run: Run, overrides: Mapping[str, list[Claim]]) -> list[ClaimEvidence]:
     """What every verdict of a run rests on: its result's page and quote, and the claim text."""
     items = []
-    for file_result in run.results.files:
+    for file_result in run.compact_results().files:  # a run's thousands of verdicts, held compact and let go
         claims = {c.id: c for c in overrides.get(file_result.file) or run.claims(file_result.file) or []}
         answered = set()
         for result in file_result.results:

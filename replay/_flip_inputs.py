@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import shlex
+import sys
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ._errors import InputError, ReplayError
 from ._flips import (
     ROLES,
+    AnyClaim,
     Conversation,
     Key,
     PageRead,
@@ -25,26 +27,20 @@ from ._flips import (
 from ._io import display_path
 from ._mcp import FETCH_TOOL, SEARCH_TOOL, search_result_urls
 from ._prompts import BUNDLED, load_prompt
-from ._records import Claim, ClaimsBatch, FlipReport, GoldSet
+from ._records import Claim, ClaimRow, ClaimsBatch, FlipReport, GoldSet, ResultRow
 from ._runs import Run, find_runs
-from ._text import sha256_text
 
 
 def _conversation(run: Run, file: str) -> Conversation | None:
     """The file's Learn traffic from its cassette, else from the results' tool_calls; None if neither."""
     if run.cassette_path(file).is_file():
-        fetches, searches = [], []
+        searches = []
         for call in run.learn_calls(file):
-            if call.tool == FETCH_TOOL and "url" in call.arguments:
-                url = str(call.arguments["url"])
-                if call.page_missing:
-                    fetches.append(PageRead(url, None, None))
-                else:
-                    fetches.append(PageRead(url, sha256_text(call.text), call.text))
-            elif call.tool == SEARCH_TOOL:
+            if call.tool == SEARCH_TOOL:
                 query = str(call.arguments.get("query", ""))
-                searches.append(SearchMade(query, tuple(search_result_urls(call.text))))
-        return Conversation(tuple(fetches), tuple(searches))
+                searches.append(SearchMade(query, tuple(map(sys.intern, search_result_urls(call.text)))))
+        read = tuple(PageRead(page.url, page.sha256, page.text) for page in run.fetched(file))
+        return Conversation(read, tuple(searches))
     for fr in run.results.files:
         if fr.file == file and fr.tool_calls is not None:
             fetches, searches = [], []
@@ -96,15 +92,16 @@ def _prompt(run: Run) -> tuple[str | None, str]:
 def run_input(run: Run, claims: Sequence[ClaimsBatch] = ()) -> RunInput:
     """Everything the explainer needs from one run folder (cassettes are read once, here)."""
     m = run.manifest
-    results: dict[Key, Any] = {}
+    read = run.compact_results()  # a run's thousands of verdicts, held compact
+    results: dict[Key, ResultRow] = {}
     files: list[str] = []
-    for fr in run.results.files:
+    for fr in read.files:
         files.append(fr.file)
         for r in fr.results:
             results[(fr.file, r.id)] = r
     files += [e.file for e in m.claims if e.file not in files]
     given = {(b.file, c.id): c for b in claims for c in b.claims}
-    known: dict[Key, Claim] = {}
+    known: dict[Key, AnyClaim] = {}
     conversations: dict[str, Conversation] = {}
     texts_wanted = {k[0] for k in results if k not in given}
     for file in files:
@@ -113,7 +110,8 @@ def run_input(run: Run, claims: Sequence[ClaimsBatch] = ()) -> RunInput:
             conversations[file] = conv
         if file in texts_wanted:
             for claim in run.claims(file) or []:
-                known[(file, claim.id)] = claim
+                known[(file, claim.id)] = ClaimRow.of(claim)
+    run.forget_claims()  # held compact here
     known.update(given)
     for key, r in results.items():  # a results file may carry the claim text itself
         extra = r.model_extra or {}
@@ -127,7 +125,7 @@ def run_input(run: Run, claims: Sequence[ClaimsBatch] = ()) -> RunInput:
         prompt_sha256=m.prompt_sha256, model=m.model, versions=dict(m.versions), pages_from=_pages_from(run),
         aliases=_aliases(run), results=results, claims=known, conversations=conversations, pages=pages,
         prompt_arg=arg, claims_paths=claims_paths(run), anthropic_base_url=m.anthropic_base_url,
-        stand_ins=tuple(m.stand_ins), file_errors={fr.file: fr.error for fr in run.results.files if fr.error},
+        stand_ins=tuple(m.stand_ins), file_errors={fr.file: fr.error for fr in read.files if fr.error},
     )
 
 
@@ -195,14 +193,17 @@ def _given_role(x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key]) -> d
 
 
 def explain_flips(
-    run_a: Run, run_b: Run, gold: GoldSet | None = None, extra_runs: Sequence[Run] = (), *,
-    discover: bool = True, claims: Sequence[ClaimsBatch] = (), confirm_parent: str | None = None,
+    run_a: Run, run_b: Run, gold: GoldSet | Mapping[Key, str] | None = None, extra_runs: Sequence[Run] = (), *,
+    discover: bool = True, claims: Sequence[ClaimsBatch] = (), confirm_parent: str | None = None, hunks: bool = True,
 ) -> FlipReport:
     """Explain every verdict flip from run A to run B (see `_flips.flip_report`). Runs given in
     `extra_runs` are used as they are; sibling folders found by `discover_runs` only when they hold one
     side fixed for a flipped claim (most telling first: A's prompt on B's pages, then the crossed one,
     then repeats). `report.controlled_runs` says which runs were used and why, and which siblings were
-    left out only because they were recorded with another model."""
+    left out only because they were recorded with another model. `gold`: the gold set, or only its labels
+    (`_flips.gold_labels`: all a report uses of it). `hunks=False`: the changed pages' diff texts left empty
+    (the text report does not show them; markdown, HTML and JSON do)."""
+    labels = gold if isinstance(gold, Mapping) else gold_labels(gold)
     a, b = run_input(run_a, claims), run_input(run_b, claims)
     keys = flipped_keys(a, b)
     given = [run_input(run, claims) for run in extra_runs]
@@ -221,7 +222,7 @@ def explain_flips(
         elif role is not None:  # it would have held a side fixed but for its model: say why it was left out
             not_used.append({**role, "found": "sibling folder"})
     found.sort(key=lambda item: item[:2])
-    report = flip_report(a, b, gold_labels(gold), [*given, *(x for _, _, x, _ in found)])
+    report = flip_report(a, b, labels, [*given, *(x for _, _, x, _ in found)], hunks=hunks)
     report.controlled_runs = [{**_given_role(x, a, b, keys), "found": "given"} for x in given]
     report.controlled_runs += [{**role, "found": "sibling folder"} for *_, role in found]
     report.controlled_runs += not_used

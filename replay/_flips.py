@@ -19,11 +19,15 @@ from ._drift import claim_line_pair
 from ._mcp import normalise_learn_url
 from ._page_diff import changed_values, claim_values_on, line_values, region_diff
 from ._prompts import calibration_rules
-from ._records import GOLD_TO_VERDICT, Claim, ClaimResult, Flip, FlipCause, FlipReport, GoldSet
+from ._records import GOLD_TO_VERDICT, Claim, ClaimResult, ClaimRow, Flip, FlipCause, FlipReport, GoldSet, ResultRow
 from ._text import normalise_ws, quote_occurs, sha256_text, subject_words, value_tokens, without_thousands
 
 Key = tuple[str, str]
 """(claims file, claim id): the pairing key."""
+Result = ClaimResult | ResultRow
+"""One verdict: as read, or as the edge holds a run's thousands (`ResultRow`, the same fields)."""
+AnyClaim = Claim | ClaimRow
+"""One claim: as read, or as the edge holds a run's thousands (`ClaimRow`, the same fields)."""
 
 NO_VERDICT = "no verdict"
 """How every output names the absence of a verdict (a failed or cut-off conversation)."""
@@ -92,8 +96,8 @@ class RunInput:
     """The run that served this run's Learn calls, as an alias comparable with `aliases`."""
     aliases: frozenset[str] = frozenset()
     """Every way a manifest's `pages_from` may name this run (name, path as given, resolved path)."""
-    results: Mapping[Key, ClaimResult] = field(default_factory=dict)
-    claims: Mapping[Key, Claim] = field(default_factory=dict)
+    results: Mapping[Key, Result] = field(default_factory=dict)
+    claims: Mapping[Key, AnyClaim] = field(default_factory=dict)
     conversations: Mapping[str, Conversation] = field(default_factory=dict)
     """claims file -> its recorded Learn traffic; a file missing here was not recorded."""
     pages: Mapping[str, PageRead] = field(default_factory=dict)
@@ -299,11 +303,12 @@ def _compare_pages(a: RunInput, b: RunInput, ta: ClaimTrace, tb: ClaimTrace) -> 
 
 
 def _page_evidence(
-    cmp: PageCompare, ta: ClaimTrace, tb: ClaimTrace, claim: Claim | None, ra: ClaimResult | None,
-    rb: ClaimResult | None, a: RunInput, b: RunInput, *, detail: bool = True,
+    cmp: PageCompare, ta: ClaimTrace, tb: ClaimTrace, claim: AnyClaim | None, ra: Result | None,
+    rb: Result | None, a: RunInput, b: RunInput, *, detail: bool = True, hunks: bool = True,
 ) -> dict[str, Any]:
     """What one page says about a claim in the two runs. `detail=False`: only whether and where the page
-    changed (`near_claim`, `note`), without the diff's text and the changed line (a verdict that held)."""
+    changed (`near_claim`, `note`), without the diff's text and the changed line (a verdict that held).
+    `hunks=False`: the diff's text left empty (a report that does not show it)."""
     quote_a = ra.evidence_quote if ra else ""
     quote_b = rb.evidence_quote if rb else ""
     ev: dict[str, Any] = {
@@ -334,7 +339,7 @@ def _page_evidence(
         text_a, text_b, values=value_tokens(claim_text), quotes=[q for q in (quote_a, quote_b) if q],
         subjects=subject_words(claim_text),
         old_label=f"{name} in {a.name} (sha {short_hash_of(cmp.a)})",
-        new_label=f"{name} in {b.name} (sha {short_hash_of(cmp.b)})", hunks=detail,
+        new_label=f"{name} in {b.name} (sha {short_hash_of(cmp.b)})", hunks=detail and hunks,
     )
     ev["diff"] = diff.unified
     ev["near_claim"] = diff.near_claim
@@ -473,7 +478,7 @@ def controlled_role(x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key]) 
 # --------------------------------------------------------------------------- one flip
 
 
-def _verdict(result: ClaimResult | None) -> str | None:
+def _verdict(result: Result | None) -> str | None:
     return result.judge_verdict if result else None
 
 
@@ -481,7 +486,7 @@ def _cite(rule: str, rules: Mapping[str, str]) -> str:
     return f"{rule} ({rules[rule]})" if rule in rules else rule
 
 
-def _prompt_reason(info: dict[str, Any], ra: ClaimResult | None, rb: ClaimResult | None) -> tuple[str, bool]:
+def _prompt_reason(info: dict[str, Any], ra: Result | None, rb: Result | None) -> tuple[str, bool]:
     """(the prompt part of a summary, whether a cited rule exists on one side only)."""
     name_b = info["b"]["name"] or "B"
     name_a = info["a"]["name"] or "A"
@@ -506,7 +511,7 @@ def _prompt_reason(info: dict[str, Any], ra: ClaimResult | None, rb: ClaimResult
     return f"{name_a} → {name_b}{detail}", False
 
 
-def _page_reason(pages: list[dict[str, Any]], claim: Claim | None) -> str:
+def _page_reason(pages: list[dict[str, Any]], claim: AnyClaim | None) -> str:
     changed = [p for p in pages if p.get("changed")]
     if not changed:
         return ""
@@ -561,10 +566,10 @@ def _path_reason(ta: ClaimTrace, tb: ClaimTrace) -> str:
 
 def explain_flip(
     key: Key, a: RunInput, b: RunInput, prompt_changed: bool | None, prompt_info: dict[str, Any],
-    extras: Sequence[RunInput], gold: Mapping[Key, str],
+    extras: Sequence[RunInput], gold: Mapping[Key, str], *, hunks: bool = True,
 ) -> tuple[Flip | None, dict[str, str] | None]:
     """(the flip, when the verdict moved; the held-despite-page-change entry, when it did not and a page
-    the claim rests on changed)."""
+    the claim rests on changed). `hunks=False`: its pages' diff texts left empty."""
     ra, rb = a.results[key], b.results[key]
     claim = a.claims.get(key) or b.claims.get(key)
     ta, tb = claim_trace(a, key), claim_trace(b, key)
@@ -584,7 +589,7 @@ def explain_flip(
     if ra.judge_verdict is None or rb.judge_verdict is None:
         return _no_verdict_flip(key, a, b, claim, gold), None
 
-    pages = [_page_evidence(c, ta, tb, claim, ra, rb, a, b) for c in compares]
+    pages = [_page_evidence(c, ta, tb, claim, ra, rb, a, b, hunks=hunks) for c in compares]
     both_recorded = ta.recorded and tb.recorded
     if page_changed_any:
         page_changed: bool | None = True
@@ -707,7 +712,7 @@ def _no_verdict_error(run: RunInput, key: Key) -> str:
     return (result.error if result else None) or run.file_errors.get(key[0]) or "no error recorded"
 
 
-def _no_verdict_flip(key: Key, a: RunInput, b: RunInput, claim: Claim | None, gold: Mapping[Key, str]) -> Flip:
+def _no_verdict_flip(key: Key, a: RunInput, b: RunInput, claim: AnyClaim | None, gold: Mapping[Key, str]) -> Flip:
     """A claim with a verdict on one side only. The judge did not change its verdict (it gave none), so no
     input is a cause: `unknown`, with the silent side's error as the evidence."""
     ra, rb = a.results[key], b.results[key]
@@ -734,7 +739,7 @@ def _noise_note(repeats: dict[str, Any]) -> str:
     return f"within noise: {group['n']} runs with the same prompt and pages gave {counts} (flip rate {group['flip_rate']:.2f})"
 
 
-def _flip_prompt_evidence(info: dict[str, Any], ra: ClaimResult, rb: ClaimResult) -> dict[str, Any]:
+def _flip_prompt_evidence(info: dict[str, Any], ra: Result, rb: Result) -> dict[str, Any]:
     ev = {k: v for k, v in info.items() if k not in ("rules_a", "rules_b")}
     rules_a, rules_b = info.get("rules_a", {}), info.get("rules_b", {})
     if rb.rule:
@@ -769,8 +774,8 @@ def _confirmations(
 
 
 def _summary(
-    primary: FlipCause, ev: dict[str, Any], info: dict[str, Any], ra: ClaimResult, rb: ClaimResult,
-    claim: Claim | None, ta: ClaimTrace, tb: ClaimTrace, a: RunInput, b: RunInput,
+    primary: FlipCause, ev: dict[str, Any], info: dict[str, Any], ra: Result, rb: Result,
+    claim: AnyClaim | None, ta: ClaimTrace, tb: ClaimTrace, a: RunInput, b: RunInput,
     page_changed: bool | None, prompt_changed: bool | None, noise_note: str,
 ) -> str:
     prompt_part, _ = _prompt_reason(info, ra, rb) if prompt_changed else ("", False)
@@ -820,9 +825,11 @@ def _sdk_change(va: Mapping[str, str], vb: Mapping[str, str]) -> str:
 
 
 def flip_report(
-    a: RunInput, b: RunInput, gold: Mapping[Key, str] | None = None, extras: Sequence[RunInput] = (),
+    a: RunInput, b: RunInput, gold: Mapping[Key, str] | None = None, extras: Sequence[RunInput] = (), *,
+    hunks: bool = True,
 ) -> FlipReport:
-    """Pair the two runs' claims on (file, id) and explain every verdict that differs."""
+    """Pair the two runs' claims on (file, id) and explain every verdict that differs (`hunks=False`: with
+    the changed pages' diff texts left empty, for a report that does not show them)."""
     gold = gold or {}
     prompt_changed, prompt_info = _prompt_state(a, b)
     keys_a, keys_b = set(a.results), set(b.results)
@@ -830,7 +837,7 @@ def flip_report(
     paired = sorted(keys_a & keys_b)
     # explained page by page (what each page's caches serve), reported in claim order
     by_page = sorted(paired, key=lambda k: _cited_page(a.results[k]) or _cited_page(b.results[k]))
-    explained = {key: explain_flip(key, a, b, prompt_changed, prompt_info, extras, gold) for key in by_page}
+    explained = {key: explain_flip(key, a, b, prompt_changed, prompt_info, extras, gold, hunks=hunks) for key in by_page}
     for key in paired:
         flip, kept = explained[key]
         if flip is not None:
@@ -855,7 +862,7 @@ def flip_report(
     )
 
 
-def _cited_page(result: ClaimResult) -> str:
+def _cited_page(result: Result) -> str:
     return normalise_learn_url(result.evidence_url) if result.evidence_url else ""
 
 

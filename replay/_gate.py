@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from itertools import repeat, starmap
 from math import comb, floor
 
-from ._grading import Outcome, claim_outcome, is_correct, pair_claims, ratio
-from ._records import GateDecision, GoldSet, ResultsFile, Scores
+from ._grading import Gold, Outcome, Results, claim_outcome, is_correct, pair_claims, ratio
+from ._records import GateDecision, Scores
 
 ALPHA = 0.05
 """Significance level of the noise check (McNemar p and 95% CIs)."""
@@ -29,7 +29,7 @@ class PairedOutcome:
     candidate_correct: bool
 
 
-def paired_outcomes(baseline: ResultsFile, candidate: ResultsFile, gold: GoldSet) -> list[PairedOutcome]:
+def paired_outcomes(baseline: Results, candidate: Results, gold: Gold) -> list[PairedOutcome]:
     """Every gold claim, in gold order, with both versions' binary outcome and 3-class correctness."""
     out = []
     for b, c in zip(pair_claims(baseline, gold).paired, pair_claims(candidate, gold).paired, strict=True):
@@ -151,9 +151,9 @@ def gate_rule(baseline: Scores, candidate: Scores) -> tuple[bool, str]:
 
 
 def adoption_gate(
-    baseline: ResultsFile,
-    candidate: ResultsFile,
-    gold: GoldSet,
+    baseline: Results,
+    candidate: Results,
+    gold: Gold,
     *,
     baseline_scores: Scores,
     candidate_scores: Scores,

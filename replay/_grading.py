@@ -12,8 +12,12 @@ from ._records import (
     Claim,
     ClaimError,
     ClaimResult,
+    CompactGold,
+    CompactResults,
     GoldItem,
+    GoldRow,
     GoldSet,
+    ResultRow,
     ResultsFile,
     Scores,
     Verdict,
@@ -29,6 +33,12 @@ UNKNOWN = "(unknown)"
 NO_MODE = "(none)"
 """Breakdown key of gold items that name no failure mode."""
 
+Results = ResultsFile | CompactResults
+"""Results as read (`ResultsFile`) or as grade holds them (`CompactResults`): the same fields by the same names."""
+AnyResult = ClaimResult | ResultRow
+Gold = GoldSet | CompactGold
+"""A gold set as read (`GoldSet`) or as grade holds it (`CompactGold`): the same fields by the same names."""
+
 _FLAGGED: Verdict = "not_grounded"
 _BAD_LABELS = ("outdated", "wrong")
 
@@ -37,8 +47,8 @@ _BAD_LABELS = ("outdated", "wrong")
 class PairedClaim:
     """A gold item and the result judged for it (None: the results hold no verdict for it)."""
 
-    gold: GoldItem
-    result: ClaimResult | None
+    gold: GoldItem | GoldRow
+    result: AnyResult | None
     file_error: str | None = None
     """The error of the result's claims file as a whole, if it failed."""
 
@@ -56,12 +66,12 @@ class Pairing:
     """Gold items in gold order with their results, and the results no gold item asks about."""
 
     paired: list[PairedClaim]
-    unmatched_results: list[tuple[str, ClaimResult]]
+    unmatched_results: list[tuple[str, AnyResult]]
 
 
-def pair_claims(results: ResultsFile, gold: GoldSet) -> Pairing:
+def pair_claims(results: Results, gold: Gold) -> Pairing:
     """Pair every gold item with its result on (file, id); nothing is dropped."""
-    by_key: dict[ClaimKey, ClaimResult] = {}
+    by_key: dict[ClaimKey, AnyResult] = {}
     file_errors: dict[str, str | None] = {}
     for fr in results.files:
         file_errors[fr.file] = fr.error
@@ -163,7 +173,7 @@ def _breakdown(paired: Iterable[PairedClaim], key: Callable[[PairedClaim], str])
 
 
 def claim_info(
-    key: ClaimKey, result: ClaimResult | None, claims: Mapping[ClaimKey, Claim | None] | None
+    key: ClaimKey, result: AnyResult | None, claims: Mapping[ClaimKey, Claim | None] | None
 ) -> tuple[str | None, str | None]:
     """(claim text, claim type): from the claims given, else from the result's extra fields."""
     claim = claims.get(key) if claims else None
@@ -200,7 +210,7 @@ def _error(p: PairedClaim, claims: Mapping[ClaimKey, Claim | None] | None) -> Cl
 
 
 def grade_results(
-    results: ResultsFile, gold: GoldSet, claims: Mapping[ClaimKey, Claim | None] | None = None
+    results: Results, gold: Gold, claims: Mapping[ClaimKey, Claim | None] | None = None
 ) -> Scores:
     """Score `results` against `gold` (SPEC.md "Scoring").
 

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
 
 from ._errors import InputError
-from ._records import ClaimsBatch, GoldSet, ResultsFile
+from ._records import ClaimsBatch, CompactResults, FileResult, GoldSet, ResultsFile
 from ._secrets import redact
 
 M = TypeVar("M", bound=BaseModel)
@@ -104,8 +105,53 @@ def dump_json(data: Any) -> str:
     (ordinary non-ASCII text as is), trailing newline, and terminal-safe: the characters `printable`
     escapes (C0/C1 controls, bidi overrides, lone surrogates) written as `\\uXXXX` escapes. Those can only
     occur inside JSON strings, where the escape means the same character, so the JSON is unchanged."""
-    text = json.dumps(data, indent=2, ensure_ascii=False)
+    text = indented_json(data)
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+
+
+def compact_json(data: Any, *, float_free: bool = False) -> str:
+    """`json.dumps(data, ensure_ascii=False, separators=(",", ":"))`, the same text, written by
+    pydantic-core when the caller knows `data` is parsed JSON holding no float (see `indented_json`)."""
+    if float_free:
+        try:
+            return to_json(data).decode("utf-8")
+        except (ValueError, RecursionError):  # a lone surrogate, nesting deeper than pydantic-core goes
+            pass
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_json_noting_floats(text: str) -> tuple[Any, bool]:
+    """`json.loads(text)` (its errors too), and whether the data is float-free: no float, NaN nor
+    Infinity, so that `indented_json` and `compact_json` may write it without checking their output."""
+    try:
+        return json.loads(text, parse_float=_no_float, parse_constant=_no_float), True
+    except _FloatFound:
+        return json.loads(text), False
+
+
+class _FloatFound(Exception):
+    """A JSON text holds a float (or NaN, Infinity)."""
+
+
+def _no_float(text: str) -> Any:
+    raise _FloatFound
+
+
+def indented_json(data: Any, *, float_free: bool = False) -> str:
+    """`json.dumps(data, indent=2, ensure_ascii=False)`, the same text, written by pydantic-core (Rust)
+    where it is the same (the json module indents in pure Python). Both write JSON's strings, integers,
+    true/false/null, nesting and key order alike (tests/test_record_speed_json.py holds them to it);
+    they write some floats differently (1e-05 against 0.00001), so data that may hold a float is
+    written by pydantic-core only when its compact form equals the json module's. `float_free`: the
+    caller knows `data` is parsed JSON holding no float, NaN nor Infinity (`parse_json_noting_floats`).
+    What pydantic-core refuses (a lone surrogate, nesting deeper than it goes) is left to json.dumps,
+    and so is anything json.dumps refuses, which it then raises."""
+    try:
+        if float_free or to_json(data) == json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"):
+            return to_json(data, indent=2).decode("utf-8")
+    except (ValueError, TypeError, RecursionError):  # not the same, or not JSON data: json.dumps says which
+        pass
+    return json.dumps(data, indent=2, ensure_ascii=False)
 
 
 def write_model(path: str | Path, model: BaseModel) -> None:
@@ -200,13 +246,14 @@ def read_json(path: str | Path) -> Any:
     return parse_json(read_text(path), path)
 
 
-def validate(path: str | Path, model: type[M], data: Any, what: str) -> M:
-    """Validate parsed data against a record; the error names the file and the first problem."""
+def validate(path: str | Path, model: type[M], data: Any, what: str, at: tuple[str | int, ...] = ()) -> M:
+    """Validate parsed data against a record; the error names the file and the first problem (`at`: where
+    in the file `data` is, for a part validated alone)."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        where = ".".join(str(p) for p in (*at, *err["loc"])) or "(top level)"
         raise InputError(path, f"not a valid {what}: {where}: {err['msg']}") from exc
 
 
@@ -263,18 +310,23 @@ def load_gold(path: str | Path) -> GoldSet:
 
 def parse_results(path: str | Path, data: Any) -> ResultsFile:
     """A results file, a bare list of per-file outputs, or a single per-file output."""
+    results = validate(path, ResultsFile, _results_shape(path, data), "results file")
+    _check_results(path, results)
+    return results
+
+
+def _results_shape(path: str | Path, data: Any) -> Any:
+    """The three accepted shapes as the first: a bare list of per-file outputs, or a single one, in `files`."""
     if isinstance(data, list):
         data = {"files": data}
     elif isinstance(data, dict) and "results" in data and "files" not in data:
         data = {"files": [data]}
     if isinstance(data, dict) and "files" not in data:
         raise InputError(path, "not a results file: it has no 'files' list (nor 'results')")
-    results = validate(path, ResultsFile, data, "results file")
-    _check_results(path, results)
-    return results
+    return data
 
 
-def _check_results(path: str | Path, results: ResultsFile) -> None:
+def _check_results(path: str | Path, results: ResultsFile | CompactResults) -> None:
     seen: set[tuple[str, str]] = set()
     for fr in results.files:
         for r in fr.results:
@@ -296,3 +348,25 @@ def load_results(path: str | Path) -> ResultsFile:
     if Path(path).is_dir() and not p.exists():
         raise InputError(path, "run folder has no results.json")
     return parse_results(p, read_json(p))
+
+
+def load_compact_results(path: str | Path) -> CompactResults:
+    """`load_results`, held compact (`CompactResults`), with the same checks and errors: each file's
+    records are validated and made compact in turn, so that a run's thousands never exist at once."""
+    p = results_json_path(path)
+    if Path(path).is_dir() and not p.exists():
+        raise InputError(path, "run folder has no results.json")
+    data = _results_shape(p, read_json(p))
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list):  # not a results file: `parse_results` says why
+        return CompactResults.of(parse_results(p, data))
+    header = validate(p, ResultsFile, {**data, "files": []}, "results file")  # its fields come before `files`
+    results = CompactResults.joined(header, (_file_result(p, files, i) for i in range(len(files))))
+    _check_results(p, results)
+    return results
+
+
+def _file_result(path: Path, files: list[Any], index: int) -> FileResult:
+    """`files[index]` validated, and let go of in `files`."""
+    data, files[index] = files[index], None
+    return validate(path, FileResult, data, "results file", at=("files", index))

@@ -15,12 +15,13 @@ and every header. What it keeps depends on the kind of request:
 
 Keys are plain tuples, so look-ups go through a dict (O(1)); `closest` searches only on a miss.
 
-A model request is large (it re-sends every page read so far), and its canonical key costs a JSON
-parse and a sorted dump. Replay therefore first looks it up by `SentKey`: method, path, query and the
-sha256 of the exact body bytes, which the same code sends again byte for byte. A recorded request's sent forms
-(`sent_form`: its body as compact JSON in the order the SDK wrote it, with and without breakpoints) are
-kept beside its canonical key only when they have the same canonical key, so a request found by its
-bytes is known to have that key; any other request is keyed canonically, as before.
+A canonical key costs a JSON parse and a sorted dump (and a model request is large: it re-sends every
+page read so far). Replay therefore first looks a request up by `SentKey`: method, path, query and the
+sha256 of the exact body bytes, which the same code sends again byte for byte. A recorded request's sent
+forms (`sent_form`: its body as compact JSON in the order the client wrote it, as the SDK and our Learn
+client send it; for a model request also without breakpoints) are kept beside its canonical key only
+when they have the same canonical key, so a request found by its bytes is known to have that key; any
+other request is keyed canonically, as before.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ RequestKey = tuple[str, str, str, str]
 """(kind, HTTP method, target, canonical body): target is the path for model/other requests and the
 JSON-RPC method for Learn, each followed by the sorted query string when there is one."""
 SentKey = tuple[str, str, str, bytes]
-"""(HTTP method, path, query, sha256 of the body bytes) of a model request exactly as sent (see the
-module docstring)."""
+"""(HTTP method, path, query, sha256 of the body bytes) of a request exactly as sent (see the module
+docstring)."""
 
 _MODEL_PATH = "/v1/messages"
 _MAX_SHOWN = 3
@@ -120,12 +121,9 @@ def _canonical(method: str, uri: str, text: str, parsed: Any) -> CanonicalReques
     return CanonicalRequest(("other", method, parts.path + query, text), "other", parsed)
 
 
-def sent_key(method: str, uri: str, body: bytes | str | None) -> SentKey | None:
-    """The exact-bytes key of a model request (None for any other request: Learn requests are small,
-    and keyed canonically)."""
+def sent_key(method: str, uri: str, body: bytes | str | None) -> SentKey:
+    """The exact-bytes key of a request."""
     parts = urlsplit(uri)
-    if _MODEL_PATH not in parts.path:
-        return None
     raw = body.encode("utf-8") if isinstance(body, str) else bytes(body or b"")
     return (method.upper(), parts.path, parts.query, hashlib.sha256(raw).digest())
 
@@ -141,27 +139,28 @@ def key_digest(key: RequestKey) -> bytes:
 
 
 def sent_form(method: str, uri: str, body: str | None) -> tuple[CanonicalRequest, list[SentKey]]:
-    """A recorded request's canonical form, and for a model request the `SentKey`s of the bodies a replay
-    of it may send: compact JSON in recorded key order, as recorded and without breakpoints (a replay
-    adds none). Each has the same canonical key (JSON read back from `json.dumps` is the same value, and
-    the form without breakpoints is kept only when removing them again changes nothing), so a request
-    with those bytes is known to have that key; any other request is found by its canonical key."""
+    """A recorded request's canonical form, and for a model or Learn request the `SentKey`s of the bodies
+    a replay of it may send: compact JSON in recorded key order, as recorded and, for a model request,
+    without breakpoints (a replay adds none). Each has the same canonical key (JSON read back from
+    `json.dumps` is the same value, and the form without breakpoints is kept only when removing them
+    again changes nothing), so a request with those bytes is known to have that key; any other request
+    is found by its canonical key."""
     text = body or ""
     parsed = _parse_json(text)
     creq = _canonical(method, uri, text, parsed)
-    if creq.kind != "model" or parsed is None:
+    if creq.kind == "other" or parsed is None:
         return creq, []
-    stripped = without_breakpoints(parsed)
-    values = [parsed] + ([stripped] if stripped != parsed and without_breakpoints(stripped) == stripped else [])
+    values = [parsed]
+    if creq.kind == "model":
+        stripped = without_breakpoints(parsed)
+        values += [stripped] if stripped != parsed and without_breakpoints(stripped) == stripped else []
     forms = []
     for value in values:
         sent = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         try:
-            sent.encode("utf-8")
+            forms.append(sent_key(method, uri, sent.encode("utf-8")))
         except UnicodeEncodeError:  # a lone surrogate escape: no client sends these bytes
             continue
-        if (found := sent_key(method, uri, sent)) is not None:
-            forms.append(found)
     return creq, forms
 
 

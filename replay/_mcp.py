@@ -94,11 +94,24 @@ def parse_jsonrpc_reply(body: str, content_type: str | None) -> dict[str, Any]:
         raise ValueError("the JSON is nested too deeply") from None
     if not isinstance(message, dict):
         raise ValueError("the reply is not a JSON-RPC object")
-    try:
-        json.dumps(message, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("the JSON holds a lone surrogate escape (not Unicode text)") from None
+    if _may_hold_surrogate(text):
+        try:
+            json.dumps(message, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("the JSON holds a lone surrogate escape (not Unicode text)") from None
     return message
+
+
+def _may_hold_surrogate(text: str) -> bool:
+    """Whether JSON parsed from `text` may hold a surrogate: only a `\\uD800`-`\\uDFFF` escape, or one
+    in the text itself, makes one (a page is too long to write out again just to find out)."""
+    if "\\ud" in text or "\\uD" in text:
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def tool_result_text(message: dict[str, Any]) -> tuple[str, bool]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -215,6 +216,13 @@ def _annotation(console: Console, options: ConsoleOptions, text: Text | str, sty
 def plain_table(console: Console, table: Table, *, soft_wrap: bool | None = None) -> str | None:
     """The characters `console.print(table, soft_wrap=soft_wrap)` writes, or None when the console shows style
     or the table holds anything this layout does not cover (then print it with rich)."""
+    lines = plain_table_lines(console, table, soft_wrap=soft_wrap)
+    return None if lines is None else "".join(lines)
+
+
+def plain_table_lines(console: Console, table: Table, *, soft_wrap: bool | None = None) -> Iterator[str] | None:
+    """`plain_table`'s characters as they are laid out, line by line (each ending in a line break), so that
+    a table of thousands of rows is never held whole; None when `plain_table` is None."""
     if not _covered(console, table):
         return None
     parsed: dict[str, Text] = {}
@@ -237,15 +245,19 @@ def plain_table(console: Console, table: Table, *, soft_wrap: bool | None = None
     if table_width > options.max_width and not (console.soft_wrap if soft_wrap is None else soft_wrap):
         return None  # wider than the console (columns with a minimum width), which crops it: left to rich
     render_options = options.update(width=table_width, highlight=table.highlight, height=None)
-    out: list[str] = []
+    return _laid_out(console, table, options, render_options, columns, widths)
+
+
+def _laid_out(console: Console, table: Table, options: ConsoleOptions, render_options: ConsoleOptions,
+              columns: list[list[_Cell]], widths: list[int]) -> Iterator[str]:
+    """The title, the box and rows, the caption."""
     if table.title:
-        out.append(_annotation(console, render_options, table.title,
-                               Style.pick_first(table.title_style, "table.title"), table.title_justify))
-    out.extend(_table_lines(console, table, options, columns, widths))
+        yield _annotation(console, render_options, table.title,
+                          Style.pick_first(table.title_style, "table.title"), table.title_justify)
+    yield from _table_lines(console, table, options, columns, widths)
     if table.caption:
-        out.append(_annotation(console, render_options, table.caption,
-                               Style.pick_first(table.caption_style, "table.caption"), table.caption_justify))
-    return "".join(out)
+        yield _annotation(console, render_options, table.caption,
+                          Style.pick_first(table.caption_style, "table.caption"), table.caption_justify)
 
 
 def _table_lines(console: Console, table: Table, options: ConsoleOptions, columns: list[list[_Cell]],
@@ -261,14 +273,17 @@ def _table_lines(console: Console, table: Table, options: ConsoleOptions, column
     inner = [w - len(left_pad) - len(right_pad) for w in widths]
     row_count = len(columns[0])
     laid_out: list[dict[_Cell, list[str]]] = [{} for _ in columns]  # cells repeat (a status, a page's change)
+    repeated = [{cell for cell, n in Counter(column).items() if n > 1} for column in columns]  # only those are kept
     for index in range(row_count):
         first, last = index == 0, index == row_count - 1
         header_row = first and table.show_header
         cells = []
-        for column, w, done in zip(columns, inner, laid_out):
+        for column, w, done, repeats in zip(columns, inner, laid_out, repeated):
             lines = done.get(column[index])
             if lines is None:
-                lines = done[column[index]] = _cell_lines(console, column[index], w)
+                lines = _cell_lines(console, column[index], w)
+                if column[index] in repeats:
+                    done[column[index]] = lines
             cells.append(lines)
         height = max(1, *(len(lines) for lines in cells))
         shaped = [[f"{left_pad}{line}{right_pad}" for line in

@@ -5,9 +5,10 @@ folder: the results it produced (`files`, before pricing: one JSON line per clai
 under the sha256 of everything it read and of the code that ran (`inputs_sha256`):
 
 - inputs: run.json, results.json, the prompt text, each claims file (where it was found, and its
-  bytes), each conversation's cassette (its name and bytes, or that it is missing), and the environment
-  variables the SDK and we read (`ANTHROPIC_*` but the key and token values, whose presence only
-  counts; `JUDGE_REPLAY_*`; proxy and TLS settings);
+  bytes), each conversation's cassette (its name and the sha256 of its bytes, from the cassette's stamp
+  in the parsed-cassette cache when that can be trusted: `_cassette_cache.Cassette`; or that it is
+  missing), and the environment variables the SDK and we read (`ANTHROPIC_*` but the key and token
+  values, whose presence only counts; `JUDGE_REPLAY_*`; proxy and TLS settings);
 - code: the sha256 of every file of our package as it is on disk (an editable install changes code
   without changing a version), the name and version of every installed distribution (anthropic,
   httpx, vcrpy, pydantic and the rest), and Python's version.
@@ -37,7 +38,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ._cassette_cache import is_off
+from ._cassette_cache import Cassette, is_off
 from ._config import project_root
 from ._errors import ReplayError
 from ._io import atomic_write_text
@@ -46,7 +47,7 @@ from ._records import ClaimsBatch, FileResult
 from ._runs import MANIFEST, RESULTS, Run, cassette_name
 from ._secrets import contains_secret, known
 
-FORMAT = 2
+FORMAT = 3
 """Bump when what a receipt holds, or what its hash covers, changes."""
 FOLDER = Path(".judge-replay") / "cache" / "replays"
 _ENV_PREFIXES = ("ANTHROPIC_", "JUDGE_REPLAY_", "SSL_", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
@@ -107,24 +108,46 @@ def receipt_for(run: Run, prompt: Prompt, batches: list[tuple[Path, ClaimsBatch]
 
     def add(label: str, data: bytes) -> bool:
         """Hash one input (read one at a time: memory holds one cassette); False when it holds a secret."""
-        if known() and contains_secret(data.decode("utf-8", "replace")):
+        if holds_secret(data):
             return False
         for part in (label.encode("utf-8", "surrogatepass"), data):
             digest.update(len(part).to_bytes(8, "big"))
             digest.update(part)
         return True
 
+    def add_file(label: str, path: Path) -> bool:
+        """A file, hashed as `add` would its bytes, read in pieces (a large results.json is never held
+        whole while a replay's results are) unless a secret is known (then read whole, to look for it);
+        False when it holds a secret or changed while read."""
+        if known():
+            return add(label, path.read_bytes())
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            framed_label = label.encode("utf-8", "surrogatepass")
+            digest.update(len(framed_label).to_bytes(8, "big") + framed_label + size.to_bytes(8, "big"))
+            read = 0
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+                read += len(chunk)
+        return read == size
+
+    def add_cassette(path: Path) -> bool:
+        """A cassette by the sha256 of its bytes (stamped: read only when the stamp cannot say, or when a
+        secret is known, to look for it); False when it holds a secret."""
+        if not path.is_file():
+            return add("cassette " + path.name, b"(missing)")
+        source = Cassette(path)
+        return not (known() and holds_secret(source.raw())) and add("cassette sha256 " + path.name, source.sha256().encode())
+
     try:
         fixed = [("format", str(FORMAT).encode()), ("code", (code or code_sha256()).encode()),
                  ("environment", _environment()), ("run", str(folder).encode("utf-8", "surrogatepass")),
-                 ("prompt", prompt.text.encode("utf-8", "surrogatepass")),
-                 *((name, (run.path / name).read_bytes()) for name in (MANIFEST, RESULTS))]
-        if not all(add(label, data) for label, data in fixed):
+                 ("prompt", prompt.text.encode("utf-8", "surrogatepass"))]
+        if not (all(add(label, data) for label, data in fixed) and all(add_file(name, run.path / name) for name in (MANIFEST, RESULTS))):
             return None
         for path, batch in batches:
             cassette = run.path / cassette_name(batch.file)
-            if not (add("claims " + str(path.resolve()), path.read_bytes()) and
-                    add("cassette " + cassette.name, cassette.read_bytes() if cassette.is_file() else b"(missing)")):
+            if not (add("claims " + str(path.resolve()), path.read_bytes()) and add_cassette(cassette)):
                 return None
     except OSError:
         return None
@@ -155,6 +178,11 @@ def installed_distributions(search_path: Iterable[str]) -> list[str]:
             continue
         found.update(n for n in names if n.endswith((".dist-info", ".egg-info")))
     return sorted(found)
+
+
+def holds_secret(data: bytes) -> bool:
+    """Whether a secret the user gave us (`_secrets`) occurs in these bytes."""
+    return known() and contains_secret(data.decode("utf-8", "replace"))
 
 
 def _environment() -> bytes:

@@ -13,9 +13,11 @@ recorders that close in any order leave `httpx`/`httpx2` exactly as they found t
 vcrpy 8.2 on, when httpx2 came), given a duck-typed router instead of a vcrpy `Cassette`
 (`can_play_response_for`, `play_response`, `write_protected`, `filter_request`, `append`). The router
 sends each call to the recorder whose conversation runs in the calling thread, and that recorder to the
-tape of that conversation (a ContextVar, so each worker thread, or asyncio task, has its own). Nothing
-else of the process is patched: an `http.client` or `urllib` request inside a conversation goes out
-unrecorded. These stubs and that protocol are all we use of vcrpy besides its cassette format.
+tape of that conversation (a ContextVar, so each worker thread, or asyncio task, has its own). A call
+that a replaying recorder owns skips the stub (`_replaying`): it is answered from the tape with the
+response the stub would have built (`_replay_response`), without the stub's per-request vcrpy `Request`.
+Nothing else of the process is patched: an `http.client` or `urllib` request inside a conversation
+goes out unrecorded. These stubs and that protocol are all we use of vcrpy besides its cassette format.
 
 - live (no `pages_from`): no patch at all.
 - record: requests go to the network; each exchange is appended to the conversation's tape, which is
@@ -26,14 +28,17 @@ unrecorded. These stubs and that protocol are all we use of vcrpy besides its ca
   conversation's cassette (`stats.page_cache_hits`). A fetch of a page another conversation is fetching
   right now waits for that answer, so live fetches = unique pages at any concurrency; when that fetch
   fails (not 200, an error reply, an exception, Ctrl-C) a waiter goes out itself. (Each patched
-  transport call releases the page it claimed on any way out: `_settling`.)
+  transport call releases the page it claimed on any way out: `_replaying`.)
 - replay: every request is answered from the cassette through a dict index (canonical key -> deque of
   interactions in recorded order: O(1), identical requests replay in recorded order) or raises
   `CassetteMiss`; nothing reaches the network or needs DNS, also on a thread with no conversation. A
-  model request is first looked up by its exact bytes (`_matching.sent_form`), which leads to the same
-  deque; the index, and each Learn reply with its recorded JSON-RPC id set, come from the parsed-cassette
-  cache (`_replay_index`). A conversation's tape is dropped when it ends; what `verify` needs of it
-  (`unused_requests`, `recorded_interactions`) is kept instead.
+  model or Learn request is first looked up by its exact bytes (`_matching.sent_form`), which leads to
+  the same deque; the index and each response as played (a Learn reply with its recorded JSON-RPC id
+  set) come from one entry of the parsed-cassette cache (`_replay_index`), found by the cassette's
+  stamp without reading the cassette. The recorded requests are read only for a miss message, to
+  describe unused interactions, or to answer a Learn request sent with another id. A conversation's tape
+  is dropped when it ends; what `verify` needs of it (`unused_requests`, `recorded_interactions`) is
+  kept instead.
 - `pages_from=RUN` (live or record): every Learn request is served from that run's cassettes, pooled;
   model calls go live (and are recorded in record mode, together with the Learn answers served).
   In replay it is ignored: a run recorded that way already holds its Learn answers.
@@ -63,7 +68,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
 from ._bodies import rewrite_sse_json
 from ._cassette import (
@@ -71,8 +76,8 @@ from ._cassette import (
     Interaction,
     decode_content,
     learn_calls,
+    derived,
     load_cassette,
-    load_with,
     normalise_recording,
     save_cassette,
 )
@@ -88,7 +93,7 @@ from ._matching import (
     sent_key,
 )
 from ._mcp import normalise_learn_url, parse_jsonrpc_reply
-from ._cassette_cache import source_sha256
+from ._cassette_cache import Cassette, source_sha256
 from ._records import RunStats
 from ._runs import cassette_name
 from ._scrub import scrub_interaction
@@ -121,15 +126,16 @@ class _Tape:
     def __init__(self, claims_file: str, path: Path) -> None:
         self.claims_file = claims_file
         self.path = path
-        self.recorded: list[Interaction] = []
+        self.answers: list[_Stored] = []
+        """Replay: each recorded interaction's response, as played."""
         self.index: dict[bytes, deque[int]] = {}
         """Replay: key digest (`_matching.key_digest`) -> the interactions with that key, in recorded
         order, not played yet."""
-        self.sent: dict[SentKey, bytes] = {}
-        """Replay: a recorded model request's exact-bytes key -> its key digest (`_matching.sent_form`)."""
-        self.replies: dict[int, tuple[Any, str]] = {}
-        """Replay: interaction -> (its recorded JSON-RPC request id, its reply with that id set)."""
+        self.sent: dict[SentKey, _SentAs] = {}
+        """Replay: a recorded request's exact-bytes key (`_matching.sent_form`) -> what it stands for."""
         self.played: list[bool] = []
+        self._source: Cassette | None = None
+        self._recorded: list[Interaction] | None = None
         self._requests: list[CanonicalRequest] | None = None
         self.file_missing = False
         self.written: list[_Written] = []
@@ -138,23 +144,28 @@ class _Tape:
     def load(self) -> None:
         if not self.path.is_file():
             self.file_missing = True
+            self._recorded = []
             return
-        self.recorded, index = load_with(self.path, _replay_index, tag="replay-index", code=source_sha256(*_INDEXED_BY))
-        for i, (digest, sent_forms, reply) in enumerate(index):
+        self._source = Cassette(self.path)
+        index = derived(self._source, _replay_index, tag="replay-index", code=source_sha256(*_INDEXED_BY))
+        for i, (digest, sent_forms, kind, rpc_method, rpc_id, *stored) in enumerate(index):
             self.index.setdefault(digest, deque()).append(i)
             for sent in sent_forms:
-                self.sent[sent] = digest
-            if reply is not None:
-                self.replies[i] = reply
-        self.played = [False] * len(self.recorded)
+                self.sent[sent] = _SentAs(digest, kind, (rpc_method, rpc_id) if kind == "learn" else None)
+            self.answers.append(_Stored(*stored))
+        self.played = [False] * len(self.answers)
 
-    def reply(self, i: int, creq: CanonicalRequest) -> str | None:
-        """Interaction `i`'s reply as played to `creq`, when the index holds it (a Learn request with the
-        recorded JSON-RPC id: the usual case); else None."""
-        found = self.replies.get(i)
-        if found is None or type(found[0]) is not type(creq.rpc_id) or found[0] != creq.rpc_id:
-            return None
-        return found[1]
+    @property
+    def recorded(self) -> list[Interaction]:
+        """The recorded interactions in full (their requests too), read on first use: only a miss, or
+        describing the interactions no request used, needs them."""
+        if self._recorded is None:
+            self._recorded = load_cassette(self._source or self.path)
+        return self._recorded
+
+    def recorded_body(self, i: int) -> Callable[[], str]:
+        """Reads interaction `i`'s response body as recorded (see `_Stored`)."""
+        return lambda: self.recorded[i].response_body
 
     @property
     def requests(self) -> list[CanonicalRequest]:
@@ -163,12 +174,12 @@ class _Tape:
             self._requests = [canonical_request(it.method, it.uri, it.request_body) for it in self.recorded]
         return self._requests
 
-    def take_sent(self, request: Any) -> int | None:
-        """The next unplayed interaction for a model request whose exact bytes a recorded one has (the
-        same as `take` by its canonical key, without computing that key), else None."""
-        sent = sent_key(request.method, request.uri, request.body) if self.sent else None
-        digest = self.sent.get(sent) if sent is not None else None
-        return self._take(digest) if digest is not None else None
+    def take_sent(self, request: Any) -> tuple[int, _SentAs] | None:
+        """The next unplayed interaction for a request whose exact bytes a recorded one has (the same as
+        `take` by its canonical key, without computing that key), and what those bytes stand for; else None."""
+        found = self.sent.get(sent_key(request.method, request.uri, request.body)) if self.sent else None
+        i = self._take(found.digest) if found is not None else None
+        return None if i is None or found is None else (i, found)
 
     def take(self, creq: CanonicalRequest) -> int | None:
         return self._take(key_digest(creq.key))
@@ -184,14 +195,16 @@ class _Tape:
     def write(self, creq: CanonicalRequest, it: Interaction) -> int:
         """Append an exchange; returns how many earlier transient failures it retried (now dropped)."""
         dropped = 0
-        if creq.key in self._transient_keys:
-            kept = [w for w in self.written if not (w.transient and w.request.key == creq.key)]
-            dropped = len(self.written) - len(kept)
-            self.written = kept
-            self._transient_keys.discard(creq.key)
         transient = is_transient(it.status)
-        if transient:
-            self._transient_keys.add(creq.key)
+        if transient or self._transient_keys:
+            key = _retry_key(creq, it)
+            if key in self._transient_keys:
+                kept = [w for w in self.written if not (w.transient and _retry_key(w.request, w.interaction) == key)]
+                dropped = len(self.written) - len(kept)
+                self.written = kept
+                self._transient_keys.discard(key)
+            if transient:
+                self._transient_keys.add(key)
         self.written.append(_Written(creq, it, transient))
         return dropped
 
@@ -199,22 +212,62 @@ class _Tape:
         return [i for i, played in enumerate(self.played) if not played]
 
 
+class _Stored(NamedTuple):
+    """A recorded response as replay plays it (`_stored`): headers without the hop-by-hop ones and with
+    `retry-after` 0, the body as bytes (as text when it cannot be encoded: playing it fails as before).
+    For the answer to a Learn request with a JSON-RPC id: that id, and the body with it set (`reply`,
+    what a request with that id is played; made once per cassette change), which stands for the body
+    (None then: the rare request with another id is answered from the cassette's own body)."""
+
+    status: int
+    reason: str
+    headers: dict[str, list[str]]
+    body: bytes | str | None
+    rpc_id: Any = None
+    reply: bytes | str | None = None
+
+
+class _SentAs(NamedTuple):
+    """What a recorded request's exact bytes stand for: its key digest, kind, and for a Learn request its
+    JSON-RPC (method, id)."""
+
+    digest: bytes
+    kind: str
+    learn: tuple[str | None, Any] | None
+
+
 _INDEXED_BY = ("_recorder.py", "_matching.py", "_cache_control.py", "_cassette.py", "_bodies.py")
 """The modules whose code makes `_replay_index` (an edit of one rebuilds its cache entries)."""
 
 
-def _replay_index(interactions: list[Interaction]) -> list[tuple[bytes, list[SentKey], tuple[Any, str] | None]]:
+def _replay_index(interactions: list[Interaction]) -> list[tuple[Any, ...]]:
     """Per recorded interaction, what replay finds and plays it by: its key digest, the exact-bytes keys
-    of a model request (`_matching.sent_form`), and for a Learn request with a JSON-RPC id, that id and
-    the reply as played to a request with it (the id rewrite made once per cassette change)."""
-    out: list[tuple[bytes, list[SentKey], tuple[Any, str] | None]] = []
+    of its request (`_matching.sent_form`), its kind, JSON-RPC method and id, and its response as
+    played (`_Stored`, with a Learn reply's id rewrite made once per cassette change). The requests
+    themselves are not kept: a replay reads them only when it needs them (`_Tape.recorded`)."""
+    out: list[tuple[Any, ...]] = []
     for it in interactions:
         creq, sent_forms = sent_form(it.method, it.uri, it.request_body)
-        reply = None
-        if creq.kind == "learn" and creq.rpc_id is not None:
-            reply = (creq.rpc_id, _with_rpc_id(it.response_body, creq.rpc_id))
-        out.append((key_digest(creq.key), sent_forms, reply))
+        out.append((key_digest(creq.key), sent_forms, creq.kind, creq.rpc_method, creq.rpc_id, *_stored(it, creq)))
     return out
+
+
+def _stored(it: Interaction, creq: CanonicalRequest | None = None) -> _Stored:
+    """`it`'s response as played (see `_Stored`); `creq`: its request's canonical form, when the reply to
+    its JSON-RPC id should be made now."""
+    headers = {name: list(values) for name, values in it.response_headers.items() if name not in _HOP_HEADERS}
+    if "retry-after" in headers:
+        headers["retry-after"] = ["0"]
+    if creq is None or creq.kind != "learn" or creq.rpc_id is None:
+        return _Stored(it.status, it.reason, headers, _encoded(it.response_body))
+    return _Stored(it.status, it.reason, headers, None, creq.rpc_id, _encoded(_with_rpc_id(it.response_body, creq.rpc_id)))
+
+
+def _encoded(text: str) -> bytes | str:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: played (and failing) as before
+        return text
 
 
 class _PagePool:
@@ -276,7 +329,8 @@ class _ProcessPatch:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._open: list[HttpRecorder] = []
+        self._open: tuple[HttpRecorder, ...] = ()
+        """Replaced whole under the lock, so `owner` reads it without one."""
         self._saved: list[tuple[type, str, Any]] = []
         self._router = _Router()
 
@@ -284,19 +338,17 @@ class _ProcessPatch:
         with self._lock:
             if not self._open:
                 self._install()
-            self._open.append(recorder)
+            self._open = (*self._open, recorder)
 
     def remove(self, recorder: HttpRecorder) -> None:
         with self._lock:
-            if recorder in self._open:
-                self._open.remove(recorder)
+            self._open = tuple(r for r in self._open if r is not recorder)
             if not self._open:
                 self._uninstall()
 
     def owner(self) -> HttpRecorder | None:
         """The newest open recorder with a conversation in this context, else the newest open one."""
-        with self._lock:
-            open_now = list(self._open)
+        open_now = self._open
         for recorder in reversed(open_now):
             if recorder._current.get() is not None:
                 return recorder
@@ -310,12 +362,12 @@ class _ProcessPatch:
                 module = importlib.import_module(name)
             except ImportError:
                 continue
-            for cls, method, stub, settling in (
-                    (module.HTTPTransport, "handle_request", vcr_handle_request, _settling),
-                    (module.AsyncHTTPTransport, "handle_async_request", vcr_handle_async_request, _settling_async)):
+            for cls, method, stub, replaying in (
+                    (module.HTTPTransport, "handle_request", vcr_handle_request, _replaying),
+                    (module.AsyncHTTPTransport, "handle_async_request", vcr_handle_async_request, _replaying_async)):
                 original = cls.__dict__[method]
                 self._saved.append((cls, method, original))
-                setattr(cls, method, settling(stub(self._router, original, module)))
+                setattr(cls, method, replaying(stub(self._router, original, module), module))
 
     def _uninstall(self) -> None:
         while self._saved:
@@ -323,28 +375,63 @@ class _ProcessPatch:
             setattr(cls, method, original)
 
 
-def _settling(handle: Any) -> Any:
-    """The stub, releasing on any way out (answer, error, Ctrl-C) the page fetch this call claimed."""
+def _replaying(stub: Any, module: Any) -> Any:
+    """The patched `handle_request`: a call a replaying recorder owns is answered at once
+    (`_replay_response`), any other goes through vcrpy's stub; on any way out (answer, error, Ctrl-C)
+    the page fetch the call claimed is released."""
 
-    @functools.wraps(handle)
+    @functools.wraps(stub)
     def handle_request(transport: Any, request: Any) -> Any:
         try:
-            return handle(transport, request)
+            recorder = _patch.owner()
+            if recorder is not None and recorder.mode == "replay":
+                return _replay_response(recorder, request, b"".join(request.stream), module)
+            return stub(transport, request)
         finally:
             _settle_claim()
 
     return handle_request
 
 
-def _settling_async(handle: Any) -> Any:
-    @functools.wraps(handle)
+def _replaying_async(stub: Any, module: Any) -> Any:
+    @functools.wraps(stub)
     async def handle_async_request(transport: Any, request: Any) -> Any:
         try:
-            return await handle(transport, request)
+            recorder = _patch.owner()
+            if recorder is not None and recorder.mode == "replay":
+                return _replay_response(recorder, request, b"".join([part async for part in request.stream]), module)
+            return await stub(transport, request)
         finally:
             _settle_claim()
 
     return handle_async_request
+
+
+def _replay_response(recorder: HttpRecorder, request: Any, body: bytes, module: Any) -> Any:
+    """Replay: the answer to an httpx (or httpx2, `module`) request whose body was read as `body`, exactly
+    as vcrpy's stub would build it (`vcr.stubs.httpx_stubs`: the request's stream replaced by its bytes,
+    `_deserialize_response` of the played dict: status, headers in order with each value of a multi-valued
+    one, the body as a `ByteStream`, the reason phrase as `extensions` when there is one; the client then
+    attaches the request), without the stub's vcrpy `Request` and the dict round trip."""
+    request.stream = module.ByteStream(body)
+    played = recorder._replayed(recorder._current.get(), _Sent(request.method, str(request.url), body, request.headers))
+    message = played["status"]["message"]
+    return module.Response(
+        played["status"]["code"],
+        headers=[(name, value) for name, values in played["headers"].items() for value in values],
+        stream=module.ByteStream(played["body"]["string"]),
+        extensions={"reason_phrase": message.encode("ascii")} if message else None,
+    )
+
+
+class _Sent(NamedTuple):
+    """A request as replay reads it (what a vcrpy `Request` offers of it: method, URL, body bytes, and
+    headers with case-insensitive `get` and `items` joining repeated values, as `httpx.Headers` does)."""
+
+    method: str
+    uri: str
+    body: bytes
+    headers: Any
 
 
 _patch = _ProcessPatch()
@@ -442,7 +529,8 @@ class HttpRecorder:
             interactions = [w.interaction for w in tape.written]
             kinds = [w.request.kind for w in tape.written]
             written = save_cassette(tape.path, normalise_recording(interactions, kinds))
-            pages = [(url, self._one_copy(text), no_page) for url, text, no_page in pages_fetched(learn_calls(written))]
+            calls = learn_calls(_maybe_tool_calls(written, [w.request for w in tape.written]))
+            pages = [(url, self._one_copy(text), no_page) for url, text, no_page in pages_fetched(calls)]
             with self._lock:
                 self.pages_read[claims_file] = pages
                 self.stats.interactions += len(interactions)
@@ -465,7 +553,7 @@ class HttpRecorder:
         unused = [(i, canonical_request(it.method, it.uri, it.request_body).describe())
                   for i in tape.unused() for it in (tape.recorded[i],)]
         with self._lock:
-            self.recorded_interactions += len(tape.recorded)
+            self.recorded_interactions += len(tape.answers)
             if unused:
                 self._unused[tape.claims_file] = unused
 
@@ -475,7 +563,10 @@ class HttpRecorder:
         """Whether the answer comes from us (cassette, page pool, page cache) rather than the network."""
         if self.mode == "replay":
             return True  # from the cassette, or a CassetteMiss: `_answer` finds which
-        creq = canonical_request(request.method, request.uri, request.body)
+        if self.mode == "record":
+            creq = _sent_request(request)
+        else:
+            creq = canonical_request(request.method, request.uri, request.body)
         setattr(request, _CANON_ATTR, creq)
         if creq.kind == "learn" and self._pool is not None:
             return True
@@ -497,7 +588,7 @@ class HttpRecorder:
             assert served is not None  # _will_answer said so
             with self._lock:
                 self.stats.page_cache_hits += 1
-        response = _playback(served, creq, request)
+        response = _playback(_stored(served), request, _learn_of(creq))
         if self.mode == "record" and tape is not None:
             self._write(tape, creq, _interaction(request, response))
         else:
@@ -520,11 +611,11 @@ class HttpRecorder:
                     self._page_cache.setdefault(url, (tape.claims_file, it))
 
     def _replayed(self, tape: _Tape | None, request: Any) -> dict[str, Any]:
-        """Replay: the recorded answer, found by the request's exact bytes (a model request sent again
-        as recorded), else by its canonical key, else by its key as a cassette stores it (scrubbed)."""
-        if tape is not None and (i := tape.take_sent(request)) is not None:
-            self._count_kind("model")
-            return _playback(tape.recorded[i], None, request)
+        """Replay: the recorded answer, found by the request's exact bytes (a request sent again as
+        recorded), else by its canonical key, else by its key as a cassette stores it (scrubbed)."""
+        if tape is not None and (found := tape.take_sent(request)) is not None:
+            self._count_kind(found[1].kind)
+            return _playback(tape.answers[found[0]], request, found[1].learn, tape.recorded_body(found[0]))
         creq = canonical_request(request.method, request.uri, request.body)
         if tape is None:
             raise self._miss(None, creq, detail="it was made outside any conversation, and replay answers only a conversation's requests")
@@ -535,7 +626,7 @@ class HttpRecorder:
         if i is None:
             raise self._miss(tape, creq)
         self._count(creq)
-        return _playback(tape.recorded[i], creq, request, tape.reply(i, creq))
+        return _playback(tape.answers[i], request, _learn_of(creq), tape.recorded_body(i))
 
     # ------------------------------------------------------------------ helpers
 
@@ -702,27 +793,36 @@ def _fetch_url(creq: CanonicalRequest) -> str | None:
     return normalise_learn_url(url) if isinstance(url, str) else None
 
 
-def _playback(it: Interaction, creq: CanonicalRequest | None, request: Any, reply: str | None = None) -> dict[str, Any]:
-    """A stored interaction as the response to `request`, in the dict form vcrpy's stubs deserialize
-    (`creq` None: a model request found by its exact bytes; `reply`: the body already made for this
-    request's JSON-RPC id, `_Tape.reply`)."""
-    headers = {name: list(values) for name, values in it.response_headers.items() if name not in _HOP_HEADERS}
-    if "retry-after" in headers:
-        headers["retry-after"] = ["0"]
-    body = it.response_body
-    if creq is not None and creq.kind == "learn":
-        if reply is not None:
-            body = reply
-        elif creq.rpc_id is not None:
-            body = _with_rpc_id(body, creq.rpc_id)
+def _playback(stored: _Stored, request: Any, learn: tuple[str | None, Any] | None = None,
+              recorded_body: Callable[[], str] | None = None) -> dict[str, Any]:
+    """A stored response as the response to `request`, in the dict form vcrpy's stubs deserialize.
+    `learn`: the JSON-RPC (method, id) of the Learn request it answers (its reply gets that id, its
+    session header the request's); None: not a Learn request. `recorded_body` reads the body as recorded
+    when `stored` holds only its reply (`_Stored`) and this request has another id."""
+    headers, body = stored.headers, stored.body
+    rpc_method, rpc_id = learn if learn is not None else (None, None)
+    if rpc_id is not None and stored.reply is not None and type(stored.rpc_id) is type(rpc_id) and stored.rpc_id == rpc_id:
+        body = stored.reply
+    else:
+        if body is None:
+            assert recorded_body is not None  # only a tape stores a reply alone, and it passes `recorded_body`
+            body = recorded_body()
+        if rpc_id is not None:
+            body = _with_rpc_id(body.decode("utf-8") if isinstance(body, bytes) else body, rpc_id)
+    if learn is not None:
         session = request.headers.get(_SESSION)
-        if session and _SESSION in headers and creq.rpc_method != "initialize":
-            headers[_SESSION] = [session]
+        if session and _SESSION in headers and rpc_method != "initialize":
+            headers = {**headers, _SESSION: [session]}
     return {
-        "status": {"code": it.status, "message": it.reason},
+        "status": {"code": stored.status, "message": stored.reason},
         "headers": headers,
-        "body": {"string": body.encode("utf-8")},
+        "body": {"string": body if isinstance(body, bytes) else body.encode("utf-8")},
     }
+
+
+def _learn_of(creq: CanonicalRequest) -> tuple[str | None, Any] | None:
+    """What `_playback` needs of a Learn request: its JSON-RPC (method, id); None for any other."""
+    return (creq.rpc_method, creq.rpc_id) if creq.kind == "learn" else None
 
 
 def _with_rpc_id(body: str, rpc_id: Any) -> str:
@@ -744,6 +844,39 @@ def _with_rpc_id(body: str, rpc_id: Any) -> str:
 
 def _is_response(message: Any) -> bool:
     return isinstance(message, dict) and "id" in message and ("result" in message or "error" in message)
+
+
+_KEY_LATER = "".join(["(a model request's canonical body, ", "made when a retry needs it)"])
+"""Stands for the canonical body in the key of a model request being recorded (`_sent_request`);
+compared by identity, so no body can be taken for it."""
+
+
+def _sent_request(request: Any) -> CanonicalRequest:
+    """Record: the canonical form of a request about to be sent, except for a model request's key, whose
+    canonical body (re-serialising the whole request, which re-sends every page read so far) recording
+    needs only to drop a retried transient failure: it is made then (`_retry_key`). A model request is
+    known by its path alone (the kind `canonical_request` gives it without its body)."""
+    without_body = canonical_request(request.method, request.uri, None)
+    if without_body.kind != "model":
+        return canonical_request(request.method, request.uri, request.body)
+    return CanonicalRequest(without_body.key[:3] + (_KEY_LATER,), "model", None)
+
+
+def _retry_key(sent: CanonicalRequest, it: Interaction) -> RequestKey:
+    """The canonical key of a recorded exchange's request (made now for a model request, `_sent_request`)."""
+    if sent.key[3] is _KEY_LATER:
+        return canonical_request(it.method, it.uri, it.request_body).key
+    return sent.key
+
+
+def _maybe_tool_calls(written: list[Interaction], requests: list[CanonicalRequest]) -> list[Interaction]:
+    """The interactions of a recording as written that may hold a Learn `tools/call` (what `learn_calls`
+    looks for), without parsing the others' bodies again: a request whose body was JSON when it was sent
+    (`requests`, in the same order; a body not parsed then is read again) and not then a `tools/call`
+    is none as written either, since scrubbing only turns a secret inside a string into `REDACTED`,
+    which makes no `method` key and no `tools/call`."""
+    return [it for it, sent in zip(written, requests)
+            if sent.body is None or (isinstance(sent.body, dict) and sent.body.get("method") == "tools/call")]
 
 
 def _interaction(request: Any, response: dict[str, Any]) -> Interaction:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -51,6 +54,21 @@ class Claim(_Open):
     """The Learn page the claim cites; missing or null means the judge searches."""
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimRow:
+    """A `Claim` as diff holds a run's thousands: the same fields, without the bookkeeping a pydantic model
+    keeps per instance."""
+
+    id: str
+    claim: str
+    claim_type: ClaimType
+    evidence_url: str | None
+
+    @classmethod
+    def of(cls, claim: Claim) -> ClaimRow:
+        return cls(claim.id, claim.claim, claim.claim_type, claim.evidence_url)
+
+
 class ClaimsBatch(_Open):
     """A claims file: every claim of one documentation file, judged in one conversation."""
 
@@ -79,6 +97,32 @@ class GoldSet(_Open):
     items: list[GoldItem]
 
 
+@dataclass(frozen=True, slots=True)
+class GoldRow:
+    """A `GoldItem` as grade holds a gold set's thousands: the same fields, without the bookkeeping a pydantic
+    model keeps per instance."""
+
+    file: str
+    id: str
+    label: GoldLabel
+    mode: str | None
+    note: str | None
+
+
+@dataclass(frozen=True)
+class CompactGold:
+    """A gold set as grade holds it: its items as `GoldRow`s (their files and ids held once with the
+    results' and claims', `sys.intern`)."""
+
+    name: str | None
+    items: tuple[GoldRow, ...]
+
+    @classmethod
+    def of(cls, gold: GoldSet) -> CompactGold:
+        return cls(gold.name, tuple(GoldRow(sys.intern(item.file), sys.intern(item.id), item.label, item.mode, item.note)
+                                    for item in gold.items))
+
+
 # --------------------------------------------------------------------------- judge output
 
 
@@ -97,6 +141,31 @@ class ClaimResult(_Open):
     conversation. None when there is nothing to check (empty quote) ."""
     error: str | None = None
     """Ours: why this claim has no valid verdict (missing id, invalid verdict, unparseable answer...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRow:
+    """A `ClaimResult` as the commands that only read results (grade, diff, drift) hold every one of a run's: the
+    same fields under the same names, in a third of the memory (a pydantic model keeps a set and two dicts
+    per instance)."""
+
+    id: str
+    judge_verdict: Verdict | None
+    rule: str
+    evidence_url: str
+    evidence_quote: str
+    reason: str
+    quote_verified: bool | None
+    error: str | None
+    model_extra: dict[str, Any] | None
+    """The result's extra fields (a results file may carry the claim's `claim` and `claim_type`); None: none."""
+
+    @classmethod
+    def of(cls, result: ClaimResult) -> ResultRow:
+        """The row of a result; its claim id, rule and page URL held once however many runs and verdicts hold
+        them (`sys.intern`)."""
+        return cls(sys.intern(result.id), result.judge_verdict, sys.intern(result.rule), sys.intern(result.evidence_url),
+                   result.evidence_quote, result.reason, result.quote_verified, result.error, result.model_extra or None)
 
 
 class Usage(BaseModel):
@@ -171,6 +240,43 @@ class ResultsFile(_Open):
     cost_usd: float | None = None
     """USD the whole run was billed (the files' `cost_usd` summed; None when any is unknown)."""
     files: list[FileResult]
+
+
+@dataclass(frozen=True, slots=True)
+class FileRows:
+    """A `FileResult`'s verdicts as `ResultRow`s, with the error of its conversation."""
+
+    file: str
+    error: str | None
+    results: tuple[ResultRow, ...]
+
+    @classmethod
+    def of(cls, result: FileResult) -> FileRows:
+        return cls(result.file, result.error, tuple(map(ResultRow.of, result.results)))
+
+
+@dataclass(frozen=True)
+class CompactResults:
+    """A results file as grade, diff and drift hold it: every verdict as a `ResultRow` (`files`), and the rest of the
+    file (`header`: the results file with no verdicts nor tool calls in its files: prompt, model, stand_ins,
+    frozen, each file's usage for its cost...)."""
+
+    header: ResultsFile
+    files: tuple[FileRows, ...]
+
+    @classmethod
+    def of(cls, results: ResultsFile) -> CompactResults:
+        return cls.joined(results, results.files)
+
+    @classmethod
+    def joined(cls, header: ResultsFile, files: Iterable[FileResult]) -> CompactResults:
+        """`header`'s fields with these files, each made compact as it comes (a caller that reads them one
+        at a time never holds them all)."""
+        kept, rows = [], []
+        for result in files:
+            kept.append(result.model_copy(update={"results": [], "tool_calls": None}))
+            rows.append(FileRows.of(result))
+        return cls(header.model_copy(update={"files": kept}), tuple(rows))
 
 
 # --------------------------------------------------------------------------- runs

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ._grading import NO_VERDICT
 from ._io import printable
-from ._plain_table import Prerendered, plain_panel, plain_table, shows_no_style
+from ._plain_table import Prerendered, plain_panel, plain_table_lines, shows_no_style
 from ._records import VERDICTS, ClaimError, GateDecision, Scores
 
 REPORT_WIDTH = 160
@@ -75,11 +75,26 @@ def print_panels(console: Console, panels: Sequence[FieldPanel]) -> None:
         console.print(panel.rich() if text is None else Prerendered(text), soft_wrap=False)
 
 
+PRINTED_LINES = 500
+"""How many lines of a long plain table are printed at a time (`print_table`)."""
+
+
 def print_table(console: Console, table: Table, *, soft_wrap: bool | None = None) -> None:
     """`console.print(table, soft_wrap=soft_wrap)`, laid out by `plain_table` when the console shows no style
-    (a pipe, a file: the same characters, without rich's per-cell cost), else by rich."""
-    text = plain_table(console, table, soft_wrap=soft_wrap)
-    console.print(table if text is None else Prerendered(text), soft_wrap=soft_wrap)
+    (a pipe, a file: the same characters, without rich's per-cell cost), else by rich. A plain table is
+    printed PRINTED_LINES lines at a time as it is laid out (the same characters: rich prints line by line)."""
+    lines = plain_table_lines(console, table, soft_wrap=soft_wrap)
+    if lines is None:
+        console.print(table, soft_wrap=soft_wrap)
+        return
+    chunk: list[str] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) >= PRINTED_LINES and line.endswith("\n"):
+            console.print(Prerendered("".join(chunk)), soft_wrap=soft_wrap)
+            chunk = []
+    if chunk:
+        console.print(Prerendered("".join(chunk)), soft_wrap=soft_wrap)
 
 
 def ratio_text(value: float | None, digits: int = 3) -> str:

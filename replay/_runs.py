@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 import tempfile
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -13,13 +15,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ._cassette_cache import cached, entry_path, source_sha256
+from ._cassette_cache import Cassette, cached, source_sha256
 from ._cassette import CASSETTE_SUFFIX, Interaction, LearnCall, learn_calls, load_cassette
 from ._errors import InputError
-from ._io import load_claims_batch, load_results, read_json, reading_error, validate
+from ._io import load_claims_batch, load_compact_results, load_results, read_json, reading_error, validate
 from ._mcp import FETCH_TOOL, NoPage, no_page_reason, normalise_learn_url
 from ._prompts import parse_rendered_batch
-from ._records import Claim, ResultsFile, RunManifest
+from ._records import Claim, CompactResults, ResultsFile, RunManifest
 from ._text import sha256_text
 
 MANIFEST = "run.json"
@@ -130,13 +132,32 @@ class Run:
         return self.path / cassette_name(claims_file)
 
     @cached_property
-    def _conversations(self) -> dict[str, Conversation]:
+    def _batches(self) -> dict[str, tuple[Claim, ...] | None]:
+        """claims file -> the claims batch its conversation rendered, kept once read for its claims."""
         return {}
 
     @cached_property
-    def _texts(self) -> dict[str, str]:
-        """Every reply text read so far, kept once: many conversations fetch the same pages."""
+    def _fetches(self) -> dict[str, tuple[tuple[str, PageVersion], ...]]:
+        """claims file -> the pages its conversation fetched, in order, as (normalised URL, version), kept
+        once read. The rest of a conversation is not kept (its search replies alone are ~10 KB each):
+        `conversation` reads it again when asked."""
         return {}
+
+    @cached_property
+    def _page_texts(self) -> dict[str, tuple[str, str]]:
+        """Every page text read so far -> (that text, its sha256), kept once: many conversations fetch the
+        same pages."""
+        return {}
+
+    def _kept(self, text: str) -> tuple[str, str]:
+        """(the one copy of this page text, its sha256)."""
+        kept = self._page_texts.get(text)
+        if kept is None:
+            kept = self._page_texts[text] = (text, sha256_text(text))
+        return kept
+
+    _last: tuple[str, Conversation] | None = None
+    """The conversation read last (callers ask for one file's several times in a row)."""
 
     def interactions(self, claims_file: str) -> list[Interaction]:
         """The interactions of one claims file's cassette (empty when there is none). Not kept: the
@@ -146,31 +167,59 @@ class Run:
 
     def conversation(self, claims_file: str) -> Conversation:
         """What the commands that read the run (diff, drift, pages) need of one claims file's cassette:
-        derived once per cassette change (`_cassette_cache.cached`), kept for the run's life."""
-        if claims_file not in self._conversations:
-            path = self.cassette_path(claims_file)
-            found = _conversation_of(path) if path.is_file() else ([], None)
-            calls = tuple(LearnCall(str(tool), dict(args), self._texts.setdefault(text, text), bool(is_error))
-                          for tool, args, text, is_error in found[0])
-            self._conversations[claims_file] = Conversation(calls, _validated(found[1]))
-        return self._conversations[claims_file]
+        derived once per cassette change (`_cassette_cache.cached`). Held one at a time: of the others,
+        only their claims and the pages they fetched are kept (`_batches`, `_fetches`)."""
+        if self._last is not None and self._last[0] == claims_file:
+            return self._last[1]
+        path = self.cassette_path(claims_file)
+        found = _conversation_of(path) if path.is_file() else ([], None)
+        calls = tuple(LearnCall(str(tool), dict(args), self._kept(text)[0] if tool == FETCH_TOOL else text,
+                                bool(is_error)) for tool, args, text, is_error in found[0])
+        conversation = Conversation(calls, _validated(found[1]))
+        self._batches[claims_file] = conversation.batch
+        self._fetches[claims_file] = tuple(self._pages_fetched(calls))
+        self._last = (claims_file, conversation)
+        return conversation
+
+    def _pages_fetched(self, calls: tuple[LearnCall, ...]) -> Iterator[tuple[str, PageVersion]]:
+        """(normalised URL, the version read) of every page fetch among `calls`, in order."""
+        for call in calls:
+            if call.tool != FETCH_TOOL or "url" not in call.arguments:
+                continue
+            url = str(call.arguments["url"])
+            if call.page_missing:
+                yield normalise_learn_url(url), PageVersion(url, None, None, no_page_reason(call.text, call.is_error))
+            else:
+                yield normalise_learn_url(url), PageVersion(url, self._kept(call.text)[1], call.text)
+
+    def forget_claims(self) -> None:
+        """Let go of the claims kept of the conversations read (`claims` reads them again if asked): for a
+        command done with them, such as drift once it knows what every verdict rests on."""
+        self._batches.clear()
 
     def learn_calls(self, claims_file: str) -> list[LearnCall]:
         return list(self.conversation(claims_file).learn_calls)
+
+    def fetched(self, claims_file: str) -> list[PageVersion]:
+        """The pages one claims file's conversation fetched, in order (a fetch that got no page included)."""
+        if claims_file not in self._fetches:
+            self.conversation(claims_file)
+        return [version for _, version in self._fetches[claims_file]]
+
+    def compact_results(self) -> CompactResults:
+        """The run's results as the commands that only read them hold them (`CompactResults`): read again
+        at each call, and not kept (`results` is)."""
+        return load_compact_results(self.path)
 
     @cached_property
     def pages(self) -> dict[str, PageVersion]:
         """Every page fetched anywhere in the run, keyed by normalised URL (last fetch wins)."""
         out: dict[str, PageVersion] = {}
         for entry in self.manifest.claims:
-            for call in self.learn_calls(entry.file):
-                if call.tool != FETCH_TOOL or "url" not in call.arguments:
-                    continue
-                url = str(call.arguments["url"])
-                if call.page_missing:
-                    out[normalise_learn_url(url)] = PageVersion(url, None, None, no_page_reason(call.text, call.is_error))
-                else:
-                    out[normalise_learn_url(url)] = PageVersion(url, sha256_text(call.text), call.text)
+            if entry.file not in self._fetches:
+                self.conversation(entry.file)
+                self._batches.pop(entry.file, None)  # read for its pages alone (drift's later run): no claims kept
+            out.update(self._fetches[entry.file])
         return out
 
     def page(self, url: str) -> PageVersion | None:
@@ -193,7 +242,7 @@ class Run:
     def claims(self, claims_file: str) -> list[Claim] | None:
         """The claims of one claims file as the judge saw them: the batch rendered into the first model
         request of its cassette, else the claims file the manifest names, else None."""
-        batch = self.conversation(claims_file).batch
+        batch = self._batches[claims_file] if claims_file in self._batches else self.conversation(claims_file).batch
         if batch is not None:
             return list(batch) if batch else None
         path = self.claims_file_path(claims_file)
@@ -241,8 +290,14 @@ class Conversation:
 
 
 def _validated(rows: list[dict[str, Any]] | None) -> tuple[Claim, ...] | None:
+    """The claims of a rendered batch; their ids, texts and page URLs held once however many runs and
+    batches hold them (`sys.intern`: diff reads the same claims in two runs)."""
     if rows is None:
         return None
+    for row in rows:
+        for field in ("id", "claim", "evidence_url") if isinstance(row, dict) else ():
+            if type(row.get(field)) is str:
+                row[field] = sys.intern(row[field])
     try:
         return tuple(Claim.model_validate(row) for row in rows)
     except ValidationError:
@@ -256,18 +311,17 @@ _DERIVED_BY = ("_runs.py", "_cassette.py", "_mcp.py", "_prompts.py", "_bodies.py
 def _conversation_of(path: Path) -> tuple[list[list[Any]], list[dict[str, Any]] | None]:
     """(Learn calls as [tool, arguments, text, is_error], the rendered batch's rows) of the cassette at
     `path`, from the parsed-cassette cache when it holds them."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise reading_error(path, exc) from exc
+    source = Cassette(path)
 
     def derive() -> tuple[list[list[Any]], list[dict[str, Any]] | None]:
-        interactions = load_cassette(path)
+        interactions = load_cassette(source)
         calls = [[c.tool, c.arguments, c.text, c.is_error] for c in learn_calls(interactions)]
         return calls, _rendered_rows(interactions)
 
-    calls, rows = cached(entry_path(path, "conversation"), raw, hashlib.sha256(raw).hexdigest(), derive,
-                         parser=f"conversation 1; {source_sha256(*_DERIVED_BY)}")
+    try:
+        calls, rows = cached(source, "conversation", derive, parser=f"conversation 1; {source_sha256(*_DERIVED_BY)}")
+    except OSError as exc:
+        raise reading_error(path, exc) from exc
     return list(calls), rows
 
 

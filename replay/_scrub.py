@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 import zlib
@@ -120,16 +121,24 @@ def scrub_interaction(it: Interaction, redactor: Redactor | None = None) -> Inte
             return body
         return map_strings(body, content_type, fix)
 
+    # The URI and header values are short: one look at them all says whether `fix` can change any.
+    short = [it.uri, *(v for headers in (it.request_headers, it.response_headers) for vs in headers.values() for v in vs)]
+    fix_short = fix if redactor.contains("\n".join(short)) else _unchanged
     return replace(
         it,
-        uri=scrub_url(fix(it.uri)),
+        uri=scrub_url(fix_short(it.uri)),
         request_body=scrubbed_body(it.request_body, it.request_headers),
         response_body=scrubbed_body(it.response_body, it.response_headers) or "",
-        request_headers=scrub_headers(it.request_headers, fix),
-        response_headers=scrub_headers(it.response_headers, fix),
+        request_headers=scrub_headers(it.request_headers, fix_short),
+        response_headers=scrub_headers(it.response_headers, fix_short),
     )
 
 
+def _unchanged(text: str) -> str:
+    return text
+
+
+@functools.lru_cache(maxsize=32)
 def scan_text(body: str) -> str:
     """One text in which every string `_bodies.map_strings` passes to its fix occurs as itself or as
     `json.dumps(s, ensure_ascii=False)` writes it inside quotes: what `Redactor.may_occur` scans, with
@@ -137,7 +146,8 @@ def scan_text(body: str) -> str:
     those written as json.dumps writes their characters (JSON's other escapes are the ones it writes).
     Escaped backslashes are masked first (as NUL pairs, left to right as JSON reads them), so that a `\\`
     then `u` is never read as an escape. (A body holding NUL is no JSON, whose strings hold no raw
-    control character: map_strings fixes it as one text, the body itself.)"""
+    control character: map_strings fixes it as one text, the body itself.) The last texts are
+    remembered: a recording scrubs most bodies twice (before it is normalised and as it is written)."""
     if "\\u" not in body and "\\/" not in body:
         return body
     masked = body.replace("\\\\", "\0\0")
@@ -151,6 +161,14 @@ _JSON_ESCAPE = re.compile(r"\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0
 
 
 def _as_json_dumps_writes(m: re.Match[str]) -> str:
+    return _escape_as_json_dumps_writes(m.group())
+
+
+@functools.lru_cache(maxsize=4096)
+def _escape_as_json_dumps_writes(escape: str) -> str:
+    """One escape of `_JSON_ESCAPE` as json.dumps writes its character (a page repeats a few escapes often)."""
+    m = _JSON_ESCAPE.fullmatch(escape)
+    assert m is not None
     high, low, code = m.groups()
     if high:
         char = chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00)

@@ -1,6 +1,6 @@
-"""Replay at knowledge-base scale: model requests found by their exact bytes (sharing the recorded order
-with canonical look-ups), a Learn reply's id rewrite made once per cassette change, one cache entry read
-per cassette, and each conversation's tape let go when it ends."""
+"""Replay at knowledge-base scale: requests found by their exact bytes (sharing the recorded order with
+canonical look-ups), a Learn reply's id rewrite made once per cassette change, one cache entry read per
+cassette, and each conversation's tape let go when it ends."""
 
 from __future__ import annotations
 
@@ -11,15 +11,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from vcr.request import Request  # type: ignore[import-untyped]
 
 from factories import LEARN, fetch_interaction
 from replay._cache_control import marker, without_breakpoints
-from replay._cassette import Interaction, _fields, load_cassette, load_with, save_cassette
-from replay._cassette_cache import FOLDER, entry_path, tagged
-from replay._matching import canonical_request, sent_form, sent_key
-from replay._recorder import HttpRecorder, _Tape, _with_rpc_id
-from replay._verify import _KeptResult
+from replay._cassette import Interaction, derived, load_cassette, save_cassette
+from replay._cassette_cache import FOLDER, Cassette, entry_path
+from replay._matching import canonical_request, results_differences, sent_form, sent_key
+from replay._recorder import HttpRecorder, _Sent, _Tape, _with_rpc_id
+from replay._verify import _fingerprint, _reproduced
 from replay._records import FileResult
 from replay._runs import cassette_name
 
@@ -50,9 +49,8 @@ def test_exact_bytes_and_canonical_look_ups_share_the_recorded_order(tmp_path: P
                   [model_interaction(first, "one"), model_interaction(second, "two")])
     tape = _Tape("docs/a.md", tmp_path / cassette_name("docs/a.md"))
     tape.load()
-    assert tape.take_sent(Request("POST", MODEL, compact(second), {})) == 0  # the first of its canonical key
-    assert tape.take_sent(Request("POST", MODEL, compact(first), {})) == 1
-    assert tape.take_sent(Request("POST", MODEL, compact(first), {})) is None
+    taken = [tape.take_sent(_Sent("POST", MODEL, compact(body), httpx.Headers())) for body in (second, first, first)]
+    assert [t[0] if t else None for t in taken] == [0, 1, None]  # the first of its canonical key, then the next
     with HttpRecorder("replay", tmp_path) as rec, httpx.Client() as client:
         with rec.conversation("docs/a.md"):
             got = [post(client, MODEL, compact(second)).json()["answer"],
@@ -74,43 +72,57 @@ def test_a_recording_with_cache_breakpoints_is_found_by_the_bytes_a_replay_sends
     assert sent_key("POST", MODEL + "?beta=true", compact(replayed)) not in forms
     assert sent_form("POST", MODEL, json.dumps(replayed))[0].key == creq.key
     learn = fetch_interaction("https://learn.microsoft.com/a", "text")
-    assert sent_form(learn.method, learn.uri, learn.request_body)[1] == []  # small: keyed canonically
+    learn_forms = sent_form(learn.method, learn.uri, learn.request_body)[1]
+    assert learn_forms == [sent_key("POST", learn.uri, compact(json.loads(learn.request_body or "")))]  # as sent, no breakpoints
 
 
 def test_every_exact_bytes_key_of_the_bundled_runs_stands_for_the_recorded_canonical_key() -> None:
     """What `sent_form` proves by reasoning (JSON read back from its dump is the same value; removing
-    breakpoints twice is removing them once), checked on every model request the bundled runs hold."""
-    checked = 0
+    breakpoints twice is removing them once), checked on every model and Learn request the bundled runs
+    hold."""
+    checked = {"model": 0, "learn": 0}
     for cassette in sorted((Path(__file__).resolve().parents[1] / "cassettes").glob("*/*.yaml")):
         for it in load_cassette(cassette):
             creq, forms = sent_form(it.method, it.uri, it.request_body)
-            if creq.kind != "model":
+            if creq.kind == "other" or not it.request_body:
                 assert forms == []
                 continue
-            parsed = json.loads(it.request_body or "")
-            for value in (parsed, without_breakpoints(parsed)):
+            parsed = json.loads(it.request_body)
+            for value in (parsed, without_breakpoints(parsed)) if creq.kind == "model" else (parsed,):
                 sent = compact(value)
                 assert sent_key(it.method, it.uri, sent) in forms
                 assert canonical_request(it.method, it.uri, sent).key == creq.key
-                checked += 1
-    assert checked > 20
+                checked[creq.kind] += 1
+    assert checked["model"] > 20 and checked["learn"] > 20
 
 
 def test_a_learn_reply_is_played_with_the_requests_json_rpc_id(tmp_path: Path) -> None:
     recorded = fetch_interaction("https://learn.microsoft.com/a", "# Page A", rpc_id=3)
-    save_cassette(tmp_path / cassette_name("docs/a.md"), [recorded, recorded])
+    save_cassette(tmp_path / cassette_name("docs/a.md"), [recorded] * 4)
     tape = _Tape("docs/a.md", tmp_path / cassette_name("docs/a.md"))
     tape.load()
-    same_id = canonical_request("POST", LEARN, recorded.request_body)
-    assert tape.reply(0, same_id) == _with_rpc_id(tape.recorded[0].response_body, 3)
-    other_type = canonical_request("POST", LEARN, recorded.request_body.replace('"id": 3', '"id": "3"'))
-    assert other_type.rpc_id == "3" and tape.reply(0, other_type) is None
+    assert tape.answers[0].rpc_id == 3
+    assert tape.answers[0].reply == _with_rpc_id(tape.recorded[0].response_body, 3).encode()  # made once
+    body = recorded.request_body or ""
     with HttpRecorder("replay", tmp_path) as rec, httpx.Client() as client:
         with rec.conversation("docs/a.md"):
-            replies = [post(client, LEARN, (recorded.request_body or "").replace('"id": 3', f'"id": {rpc_id}').encode())
-                       for rpc_id in (3, 41)]
+            replies = [post(client, LEARN, body.replace('"id": 3', f'"id": {rpc_id}').encode())
+                       for rpc_id in (3, 41, '"3"')]
+            replies.append(post(client, LEARN, compact(json.loads(body))))  # the bytes our Learn client sends
     ids = [json.loads(r.text.split("data: ", 1)[1].splitlines()[0])["id"] for r in replies]
-    assert ids == [3, 41]
+    assert ids == [3, 41, "3", 3] and rec.stats.learn_calls == 4 and rec.unused() == {}
+
+
+def test_a_learn_request_found_by_its_bytes_is_answered_with_its_own_id(tmp_path: Path) -> None:
+    """The same page fetched twice, with ids 3 and 7: a request with the bytes of the second, sent first,
+    takes the first of that key in recorded order, and is answered with its own id, 7."""
+    first, second = (fetch_interaction("https://learn.microsoft.com/a", "# Page A", rpc_id=n) for n in (3, 7))
+    save_cassette(tmp_path / cassette_name("docs/a.md"), [first, second])
+    with HttpRecorder("replay", tmp_path) as rec, httpx.Client() as client:
+        with rec.conversation("docs/a.md"):
+            replies = [post(client, LEARN, compact(json.loads(it.request_body or ""))) for it in (second, first)]
+    ids = [json.loads(r.text.split("data: ", 1)[1].splitlines()[0])["id"] for r in replies]
+    assert ids == [7, 3] and rec.unused() == {}
 
 
 def test_a_conversations_tape_is_let_go_when_it_ends(tmp_path: Path) -> None:
@@ -146,30 +158,28 @@ def test_a_valid_replay_index_entry_is_all_that_is_read(project: Path) -> None:
         calls.append(len(interactions))
         return [it.uri for it in interactions]
 
-    first = load_with(cassette, derive, tag="test-index", code="1")
-    document, index = entry_path(cassette), tagged(entry_path(cassette), "test-index")
+    first = derived(Cassette(cassette), derive, tag="test-index", code="1")
+    document, index = entry_path(cassette), entry_path(cassette, "test-index")
     assert document is not None and index is not None and document.is_file() and index.is_file()
     assert index.parent == project / FOLDER
     document.unlink()
-    assert load_with(cassette, derive, tag="test-index", code="1") == first
+    assert derived(Cassette(cassette), derive, tag="test-index", code="1") == first
     assert calls == [1] and not document.exists()  # neither parsed nor derived again
-    load_with(cassette, derive, tag="test-index", code="2")  # other code: derived again
+    derived(Cassette(cassette), derive, tag="test-index", code="2")  # other code: derived again
     assert calls == [1, 1]
     index.write_bytes(index.read_bytes()[:-3])  # torn: rebuilt, never an error
-    assert load_with(cassette, derive, tag="test-index", code="2") == first
+    assert derived(Cassette(cassette), derive, tag="test-index", code="2") == first
     assert calls == [1, 1, 1]
 
 
-def test_interaction_fields_round_trip() -> None:
-    it = Interaction(method="POST", uri="u", request_body="q", status=201, response_body="r",
-                     request_headers={"a": ["1"]}, response_headers={"b": ["2"]}, reason="Created")
-    assert Interaction(*_fields(it)) == it
-
-
-def test_verify_keeps_recorded_results_as_json_only_when_they_read_back_equal() -> None:
-    kept = _KeptResult.of(FileResult(file="docs/a.md", results=[], turns=2, warnings=["w"]))
-    assert isinstance(kept, _KeptResult) and kept.file == "docs/a.md"
-    assert kept.model_dump(mode="json", exclude={"cost_usd"}) == FileResult(
-        file="docs/a.md", results=[], turns=2, warnings=["w"]).model_dump(mode="json", exclude={"cost_usd"})
-    odd = FileResult.model_validate({"file": "docs/b.md", "results": [], "score": float("nan")})
-    assert _KeptResult.of(odd) is odd  # NaN never reads back equal: compared as the object itself
+def test_verify_keeps_a_fingerprint_of_each_recorded_result_and_compares_in_full_when_one_differs() -> None:
+    one = FileResult(file="docs/a.md", results=[], turns=2, warnings=["w"])
+    nan = FileResult.model_validate({"file": "docs/a.md", "results": [], "score": float("nan")})
+    variants = [one, one.model_copy(update={"cost_usd": 9.5}), one.model_copy(update={"turns": 3}), nan,
+                nan.model_copy(update={"score": 1.0}), FileResult.model_validate({"file": "docs/a.md", "results": [], "score": 1})]
+    equal = [(a, b) for a in variants for b in variants if _fingerprint(a) == _fingerprint(b)]
+    assert all(results_differences([a], [b]) == [] for a, b in equal)  # equal fingerprints: nothing to report
+    assert len(equal) == 4 + 4  # the two that differ in cost_usd only; each other one with itself (1 and 1.0 apart)
+    recorded = {"docs/a.md": _fingerprint(one)}
+    assert _reproduced(recorded, [one]) and not _reproduced(recorded, [variants[2]])
+    assert not _reproduced(recorded, [one, one.model_copy(update={"file": "docs/c.md"})])

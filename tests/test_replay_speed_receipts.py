@@ -214,3 +214,17 @@ def test_a_receipt_that_cannot_be_written_costs_only_the_shortcut(project: Path)
     full, ran = replayed()
     again, ran_again = replayed()
     assert ran and ran_again and again == full
+
+
+def test_inputs_hash_the_same_read_whole_or_in_pieces(project: Path) -> None:
+    """With no secret known, run.json and results.json are hashed in pieces and each cassette by its
+    stamp when it has one; with one known, every input is read whole to look for it: the same hash."""
+    run = Run(RUN)
+    prompt, batches = _run_prompt(run), _run_claims(run)
+    pieces = receipt_for(run, prompt, batches)
+    _secrets.remember("a-secret-that-occurs-in-no-input-0123456789")
+    whole = receipt_for(run, prompt, batches)
+    assert pieces is not None and whole is not None and pieces.inputs_sha256 == whole.inputs_sha256
+    (project / RUN / "results.json").write_bytes((project / RUN / "results.json").read_bytes() + b" ")
+    changed = receipt_for(run, prompt, batches)
+    assert changed is not None and changed.inputs_sha256 != whole.inputs_sha256

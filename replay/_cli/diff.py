@@ -11,8 +11,8 @@ from .._bakeoff import stand_in_notes
 from .._config import load_settings, setting
 from .._errors import UsageError
 from .._flip_inputs import explain_flips
+from .._flips import gold_labels
 from .._io import atomic_write_text, load_claims, load_gold
-from .._records import GoldSet
 from .._report_flips import render_html, render_json, render_markdown, render_text
 from .._runs import Run, new_runs_folder
 
@@ -60,12 +60,11 @@ def command(run_a: str, run_b: str, gold_path: str | None, fmt: str, out: str | 
         raise UsageError(f"--out {out}: is a folder; give a file name (e.g. {Path(out) / ('flips.' + fmt)})")
     a, b = Run(run_a), Run(run_b)
     extras = [Run(p) for p in with_runs]
-    gold: GoldSet | None = None
     chosen = Path(gold_path) if gold_path else _default_gold()
-    if chosen is not None:
-        gold = load_gold(chosen)
+    labels = gold_labels(load_gold(chosen)) if chosen is not None else None  # the gold set's records let go of
     batches = [batch for _, batch in load_claims(list(claims_paths))] if claims_paths else []
-    report = explain_flips(a, b, gold, extras, discover=discover, claims=batches, confirm_parent=new_runs_folder(b))
+    report = explain_flips(a, b, labels, extras, discover=discover, claims=batches, confirm_parent=new_runs_folder(b),
+                           hunks=fmt != "text")
     report.run_a, report.run_b = run_a, run_b
     report.notes = stand_in_notes([a, b, *(Run(c["path"]) for c in report.controlled_runs)]) + report.notes
     if not confirm and fmt != "json":

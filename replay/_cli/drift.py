@@ -67,14 +67,17 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
     else:
         new_run = Run(str(against))
         against_name = str(against)
+    items = drift_items(old_run, overrides)
+    old_run.forget_claims()  # the items hold what drift needs of them
+    unknown = sorted({i.file for i in items if i.claim is None})
     report = run_drift(old_run, new_run, run_name=run.rstrip("/"), against_name=against_name,
                        claims=overrides, claims_paths=override_paths, today=now.strftime("%Y%m%d"),
-                       outside_project=new_runs_folder(old_run))
+                       outside_project=new_runs_folder(old_run), items=items)
+    del items
     if live:
         report.snapshot = against_name
     report.stand_ins = {"run": list(old_run.manifest.stand_ins), "against": list(new_run.manifest.stand_ins)}
     report.notes = stand_in_notes([old_run, new_run])
-    unknown = sorted({i.file for i in drift_items(old_run, overrides) if i.claim is None})
     if unknown:
         click.echo(printable(f"judge-replay: drift: the claims of {', '.join(unknown)} were not found (not in the "
                              "cassettes, nor at the manifest's paths); their quotes alone were checked: pass "

@@ -17,8 +17,8 @@ from .._cost import cost_line, run_cost
 from .._errors import UsageError
 from .._gate import adoption_gate
 from .._grading import ClaimKey, grade_results
-from .._io import display_path, dump_json, load_claims, load_gold, load_results, printable
-from .._records import Claim, GateDecision, GoldSet, ResultsFile, Scores
+from .._io import display_path, dump_json, load_claims, load_compact_results, load_gold, printable
+from .._records import Claim, CompactGold, CompactResults, GateDecision, Scores
 from .._render import (
     console_for, gate_lines, headline, markdown_code, markdown_text, no_verdict_heading, no_verdict_lines,
     print_panels, print_table, score_tables, unmatched_lines,
@@ -31,16 +31,17 @@ class Graded:
     """One results file, graded (and adjudicated when its run's cassettes are at hand)."""
 
     path: Path
-    results: ResultsFile
+    results: CompactResults
     run: Run | None
     scores: Scores
     cost_usd: float | None = None
     """USD of the run: its recorded usage at current prices (`_cost.run_cost`); None: the model has no price."""
 
     def describe(self) -> str:
-        meta = [f"prompt {self.results.prompt}" if self.results.prompt else None,
-                f"model {self.results.model}" if self.results.model else None,
-                "frozen" if self.results.frozen else None]
+        header = self.results.header
+        meta = [f"prompt {header.prompt}" if header.prompt else None,
+                f"model {header.model}" if header.model else None,
+                "frozen" if header.frozen else None]
         extra = " · ".join(m for m in meta if m)
         return display_path(self.path) + (f" ({extra})" if extra else "")
 
@@ -52,7 +53,7 @@ class Graded:
     @property
     def stand_ins(self) -> list[str] | None:
         """Which services were the local stand-ins (None: not known)."""
-        return stand_ins_of(self.results, self.run)
+        return stand_ins_of(self.results.header, self.run)
 
     @property
     def cost(self) -> str:
@@ -78,13 +79,16 @@ def run_of(results_path: Path, run_flag: Path | None) -> Run | None:
     return Run(folder) if (folder / MANIFEST).is_file() else None
 
 
-def grade_path(path: Path, gold: GoldSet, run: Run | None, extra_claims: dict[ClaimKey, Claim],
-               results: ResultsFile | None = None) -> Graded:
-    """Grade the results at `path` (`results`: those results, already loaded)."""
-    results = results if results is not None else load_results(path)
+def grade_path(path: Path, gold: CompactGold, run: Run | None, extra_claims: dict[ClaimKey, Claim],
+               results: CompactResults | None = None) -> Graded:
+    """Grade the results at `path` (`results`: those results, already loaded). Held compact: what a run
+    of thousands of claims keeps in memory is one small row per verdict."""
+    results = results if results is not None else load_compact_results(path)
     claims = {**(run_claims(run) if run else {}), **extra_claims}
     scores = adjudicate(grade_results(results, gold, claims), run, claims)
-    cost = run_cost(results, run.manifest if run is not None else None, project_prices())
+    if run is not None:
+        run.forget_claims()  # the scores hold what the report shows of them
+    cost = run_cost(results.header, run.manifest if run is not None else None, project_prices())
     return Graded(path, results, run, scores, cost)
 
 
@@ -189,7 +193,7 @@ def command(
     if len(chosen) > 1 or (chosen and fmt and fmt != chosen[0]):
         raise UsageError("choose one output format: --json, --markdown or --format")
     fmt = fmt or (chosen[0] if chosen else "text")
-    loaded = load_results(results)  # a bad results file is reported before anything is changed
+    loaded = load_compact_results(results)  # a bad results file is reported before anything is changed
     if freeze is not None:
         for changed in set_frozen(results, freeze):
             click.echo(f"{'froze' if freeze else 'unfroze'} {display_path(changed)}", err=True)
@@ -198,7 +202,7 @@ def command(
         if freeze is not None:
             return
         raise UsageError("no gold set: give --gold GOLD or set gold under [tool.judge-replay] in pyproject.toml")
-    gold = load_gold(gold_path)
+    gold = CompactGold.of(load_gold(gold_path))  # a gold set's thousands of items, held compact
     batches = load_claims(list(claims_paths)) if claims_paths else []
     extra_claims = {(b.file, c.id): c for _, b in batches for c in b.claims}
     graded = grade_path(results, gold, run_of(results, run_flag), extra_claims,

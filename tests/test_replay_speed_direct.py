@@ -1,0 +1,111 @@
+"""Replay answers a request at once, without vcrpy's stub, with the response the stub would have built:
+the same status, reason, headers (each value of a repeated one), body and stream type, sync and async,
+through httpx and httpx2."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+import vcr
+from vcr.stubs.httpx_stubs import _deserialize_response  # type: ignore[import-untyped]
+
+from factories import LEARN, fetch_interaction
+from replay._cassette import Interaction, save_cassette
+from replay._recorder import HttpRecorder, _playback, _stored
+from replay._runs import cassette_name
+
+MODEL = "http://127.0.0.1:8932/v1/messages"
+BODY = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}
+
+
+def _model_interaction(reason: str) -> Interaction:
+    return Interaction(method="POST", uri=MODEL, request_body=json.dumps(BODY), status=201, reason=reason,
+                       response_body=json.dumps({"answer": "ünïcode ✓"}, ensure_ascii=False),
+                       request_headers={"content-type": ["application/json"]},
+                       response_headers={"content-type": ["application/json"], "x-repeated": ["one", "two"],
+                                         "retry-after": ["30"], "content-length": ["999"], "request-id": ["req_1"]})
+
+
+def _compact() -> bytes:
+    return json.dumps(BODY, separators=(",", ":")).encode()
+
+
+def _shape(response: Any) -> tuple[Any, ...]:
+    """What a client can see of a response before reading it (the client wraps the stream)."""
+    return (response.status_code, response.reason_phrase, response.http_version, list(response.headers.multi_items()),
+            dict(response.extensions))
+
+
+@pytest.mark.parametrize("reason", ["Created", ""])
+def test_a_replayed_response_is_the_one_stock_vcrpy_plays_from_the_same_cassette(tmp_path: Path, reason: str) -> None:
+    """No rewriting applies to a model answer: ours and stock vcrpy's are the same response, except what
+    replay always changes (`retry-after` 0, no `content-length` the body does not have)."""
+    cassette = tmp_path / cassette_name("docs/a.md")
+    save_cassette(cassette, [_model_interaction(reason)])
+    with HttpRecorder("replay", tmp_path) as rec, httpx.Client() as client:
+        with rec.conversation("docs/a.md"):
+            ours = client.post(MODEL, content=_compact(), headers={"content-type": "application/json"})
+    with vcr.use_cassette(str(cassette), record_mode="none", match_on=["method", "path"]), httpx.Client() as client:
+        stock = client.post(MODEL, content=_compact(), headers={"content-type": "application/json"})
+    expected_headers = [(k, "0" if k == "retry-after" else v) for k, v in stock.headers.multi_items() if k != "content-length"]
+    assert list(ours.headers.multi_items()) == expected_headers
+    assert ("x-repeated", "one") in expected_headers and ("x-repeated", "two") in expected_headers
+    assert _shape(ours)[:3] + _shape(ours)[4:] == _shape(stock)[:3] + _shape(stock)[4:]  # all but the headers
+    assert ours.content == stock.content and ours.json() == {"answer": "ünïcode ✓"}
+    assert ours.reason_phrase == (reason or "Created")  # no reason stored: httpx's phrase for the status
+    assert ours.request.content == _compact() and rec.unused() == {}
+
+
+def _learn_cassette(tmp_path: Path) -> tuple[Interaction, bytes]:
+    recorded = fetch_interaction("https://learn.microsoft.com/a", "# Page A", rpc_id=3)
+    recorded.response_headers = {"content-type": ["text/event-stream"], "mcp-session-id": ["s-recorded"]}
+    save_cassette(tmp_path / cassette_name("docs/a.md"), [recorded, recorded])
+    return recorded, json.dumps(json.loads(recorded.request_body or ""), separators=(",", ":")).encode()
+
+
+def test_a_replayed_learn_answer_is_what_vcrpys_stub_builds_from_the_played_dict(tmp_path: Path) -> None:
+    """With the JSON-RPC id and session header made the request's: compared with vcrpy's own builder
+    given the same played answer, and streamed as SSE is read."""
+    recorded, body = _learn_cassette(tmp_path)
+    headers = {"content-type": "application/json", "mcp-session-id": "s-live"}
+    with HttpRecorder("replay", tmp_path) as rec, httpx.Client() as client:
+        with rec.conversation("docs/a.md"):
+            request = client.build_request("POST", LEARN, content=body, headers=headers)
+            whole = httpx.HTTPTransport().handle_request(request)  # what the transport returns the client
+            with client.stream("POST", LEARN, content=body.replace(b'"id":3', b'"id":9'), headers=headers) as streamed:
+                shape = _shape(streamed)
+                lines = list(streamed.iter_lines())
+    played = _playback(_stored(recorded), request, ("tools/call", 3))
+    expected = _deserialize_response(played, httpx)
+    assert _shape(whole) == _shape(expected) and type(whole.stream) is httpx.ByteStream
+    assert whole.read() == expected.read() and request.read() == body
+    assert whole.headers["mcp-session-id"] == "s-live"
+    assert json.loads(whole.text.split("data: ", 1)[1].splitlines()[0])["id"] == 3
+    assert shape[:4] == _shape(whole)[:4] and json.loads(lines[1].removeprefix("data: "))["id"] == 9
+    assert rec.unused() == {} and rec.stats.learn_calls == 2
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2], ids=["httpx", "httpx2"])
+def test_sync_and_async_clients_of_httpx_and_httpx2_replay_the_same(tmp_path: Path, module: Any) -> None:
+    _, body = _learn_cassette(tmp_path)
+    headers = {"content-type": "application/json"}
+
+    async def send(client: Any) -> Any:
+        return await client.post(LEARN, content=body, headers=headers)
+
+    async def send_async() -> Any:
+        async with module.AsyncClient() as client:
+            return await send(client)
+
+    with HttpRecorder("replay", tmp_path) as rec, module.Client() as client:
+        with rec.conversation("docs/a.md"):
+            replies = [client.post(LEARN, content=body, headers=headers), asyncio.run(send_async())]
+    assert [type(r) for r in replies] == [module.Response] * 2 and [r.status_code for r in replies] == [200, 200]
+    assert replies[0].content == replies[1].content and _shape(replies[0])[:4] == _shape(replies[1])[:4]
+    assert replies[1].request.content == body and rec.unused() == {} and rec.stats.learn_calls == 2
