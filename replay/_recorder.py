@@ -160,7 +160,10 @@ class _Tape:
         """The recorded interactions in full (their requests too), read on first use: only a miss, or
         describing the interactions no request used, needs them."""
         if self._recorded is None:
+            indexed_as = self._source.sha256() if self._source is not None else None
             self._recorded = load_cassette(self._source or self.path)
+            if self._source is not None and self._source.sha256() != indexed_as:  # rewritten since `load`
+                raise InputError(self.path, "the cassette changed while it was being replayed: replay again")
         return self._recorded
 
     def recorded_body(self, i: int) -> Callable[[], str]:
@@ -236,7 +239,8 @@ class _SentAs(NamedTuple):
     learn: tuple[str | None, Any] | None
 
 
-_INDEXED_BY = ("_recorder.py", "_matching.py", "_cache_control.py", "_cassette.py", "_bodies.py")
+_INDEXED_BY = ("_recorder.py", "_matching.py", "_cache_control.py", "_cassette.py", "_bodies.py", "_io.py", "_scrub.py",
+               "_mcp.py", "_yaml.py", "_commands.py")
 """The modules whose code makes `_replay_index` (an edit of one rebuilds its cache entries)."""
 
 

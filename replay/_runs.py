@@ -304,7 +304,8 @@ def _validated(rows: list[dict[str, Any]] | None) -> tuple[Claim, ...] | None:
         return ()
 
 
-_DERIVED_BY = ("_runs.py", "_cassette.py", "_mcp.py", "_prompts.py", "_bodies.py", "_yaml.py")
+_DERIVED_BY = ("_runs.py", "_cassette.py", "_mcp.py", "_prompts.py", "_bodies.py", "_yaml.py", "_io.py", "_scrub.py",
+               "_commands.py")
 """The modules whose code derives a `Conversation` from a cassette (an edit of one rebuilds the cache)."""
 
 

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._cassette_cache import every_byte_hashed
 from ._errors import CassetteMiss
 from ._io import load_results
 from ._matching import results_differences
@@ -41,8 +42,8 @@ def verify_run(run_dir: str | Path) -> VerifyReport:
     del results
     problems: list[str] = []
     try:
-        with recorders_created() as recorders:
-            replayed = replay_run(run, use_receipt=False, batched=batched)  # the check itself: always in full
+        with recorders_created() as recorders, every_byte_hashed():  # the check itself: in full, every byte read
+            replayed = replay_run(run, use_receipt=False, batched=batched)
     except CassetteMiss as miss:
         return VerifyReport(str(run.path), [f"{miss.claims_file}: the replay stopped: {line}" for line in str(miss).splitlines()[1:]])
     if not _reproduced(recorded, replayed.files):  # say how: read the recorded results again

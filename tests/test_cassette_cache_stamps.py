@@ -144,3 +144,49 @@ def test_receipts_take_a_cassettes_hash_from_its_trusted_stamp(project: Path) ->
     other = receipt_for(run, prompt, batches)
     assert same is not None and other is not None
     assert same.inputs_sha256 == receipt.inputs_sha256 != other.inputs_sha256
+
+
+def test_verify_believes_no_stamp(project: Path) -> None:
+    """`cassettes verify` is the check stamps rest on: a cassette edited where its stamp cannot see (what a
+    write through a memory map leaves: the stat unchanged) still fools a replay's cache, not verify."""
+    from replay._cassette_cache import every_byte_hashed
+    from replay._verify import verify_run
+
+    shutil.copytree(REPO / "cassettes" / "v3-demo", project / "cassettes" / "v3-demo")
+    shutil.copytree(REPO / "demo" / "claims", project / "demo" / "claims")
+    run_dir = project / "cassettes" / "v3-demo"
+    assert verify_run(run_dir).ok  # entries made for the cassettes as recorded
+    cassette = run_dir / Run(run_dir).manifest.claims[0].cassette
+    recorded = _sha256(cassette)
+    text = cassette.read_text("utf-8")
+    edited = text.replace("Azure", "Azura", 1)  # a page's text: the model requests that quote it change
+    assert edited != text and len(edited) == len(text)
+    cassette.write_text(edited, "utf-8")
+    _write_stamp(cassette, recorded)  # the stamp a blind spot would have left: the old hash
+    assert Cassette(cassette).sha256() == recorded  # believed outside verify
+    with every_byte_hashed():
+        assert Cassette(cassette).sha256() == _sha256(cassette) != recorded
+    report = verify_run(run_dir)
+    assert not report.ok
+
+
+def test_a_cassette_rewritten_during_its_replay_is_not_read_against_the_old_index(project: Path) -> None:
+    """A replay reads a cassette's full interactions only when it needs them (a miss message, verify's
+    report): if the file was rewritten since its index was read, that is said, not mixed."""
+    from replay._errors import InputError
+    from replay._recorder import _Tape
+
+    cassette = _cassette(project, "first")
+    _Tape("docs/a.md", cassette).load()  # its index entry
+    _write_stamp(cassette, _sha256(cassette))
+    tape = _Tape("docs/a.md", cassette)
+    tape.load()  # the index found by the stamp: the bytes not read
+    save_cassette(cassette, [fetch_interaction("https://learn.microsoft.com/a", "second, longer")])
+    entry = entry_path(cassette)
+    assert entry is not None
+    entry.unlink(missing_ok=True)  # no parsed copy of the old bytes left to read them from
+    with pytest.raises(InputError, match="changed while it was being replayed"):
+        tape.recorded
+    unchanged = _Tape("docs/a.md", cassette)
+    unchanged.load()
+    assert unchanged.recorded[0].response_body == load_cassette(cassette)[0].response_body
