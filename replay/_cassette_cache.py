@@ -165,7 +165,8 @@ class Cassette:
             sha256 = hashlib.sha256(raw).hexdigest()
             stamp = self._stamp_path()
             if (stamp is not None and not (self._stamped and sha256 == self._sha256) and _stat_of(before) == _stat_of(after)
-                    and before.st_size == len(raw) and before.st_ctime_ns + RACY_NS <= started):
+                    and before.st_size == len(raw) and before.st_ctime_ns + RACY_NS <= started
+                    and _stamped_sha256(stamp, before) != sha256):  # (verify reads stamps right: no rewrite)
                 _write_atomically(stamp, json.dumps({"format": STAMP_FORMAT, "stat": _stat_of(before), "read_at_ns": started,
                                                      "sha256": sha256}).encode())
             self._raw, self._sha256 = raw, sha256

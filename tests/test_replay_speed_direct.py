@@ -56,7 +56,11 @@ def test_a_replayed_response_is_the_one_stock_vcrpy_plays_from_the_same_cassette
     expected_headers = [(k, "0" if k == "retry-after" else v) for k, v in stock.headers.multi_items() if k != "content-length"]
     assert list(ours.headers.multi_items()) == expected_headers
     assert ("x-repeated", "one") in expected_headers and ("x-repeated", "two") in expected_headers
-    assert _shape(ours)[:3] + _shape(ours)[4:] == _shape(stock)[:3] + _shape(stock)[4:]  # all but the headers
+    if reason:
+        assert _shape(ours)[:3] + _shape(ours)[4:] == _shape(stock)[:3] + _shape(stock)[4:]  # all but the headers
+    else:  # vcrpy 8 plays a stored empty reason as "" (in `extensions`), vcrpy 9 as httpx's phrase, as we do
+        assert (ours.status_code, ours.http_version) == (stock.status_code, stock.http_version)
+        assert stock.reason_phrase in ("", "Created") and "reason_phrase" not in ours.extensions
     assert ours.content == stock.content and ours.json() == {"answer": "ünïcode ✓"}
     assert ours.reason_phrase == (reason or "Created")  # no reason stored: httpx's phrase for the status
     assert ours.request.content == _compact() and rec.unused() == {}
