@@ -140,7 +140,6 @@ class Cassette:
         """Where its entries and stamp live, without their suffix (None: no cache for this cassette)."""
         self._raw: bytes | None = None
         self._sha256: str | None = None
-        self._stamped = False
 
     def sha256(self) -> str:
         if self._sha256 is None:
@@ -148,7 +147,6 @@ class Cassette:
             if stamp is not None and not _every_byte[0]:
                 with open(self.path, "rb") as fh:  # open, then fstat: an NFS client revalidates on open
                     self._sha256 = _stamped_sha256(stamp, os.fstat(fh.fileno()))
-                self._stamped = self._sha256 is not None
             if self._sha256 is None:
                 self.raw()
         assert self._sha256 is not None
@@ -164,9 +162,9 @@ class Cassette:
                 after = os.fstat(fh.fileno())
             sha256 = hashlib.sha256(raw).hexdigest()
             stamp = self._stamp_path()
-            if (stamp is not None and not (self._stamped and sha256 == self._sha256) and _stat_of(before) == _stat_of(after)
+            if (stamp is not None and _stat_of(before) == _stat_of(after)
                     and before.st_size == len(raw) and before.st_ctime_ns + RACY_NS <= started
-                    and _stamped_sha256(stamp, before) != sha256):  # (verify reads stamps right: no rewrite)
+                    and _stamped_sha256(stamp, before) != sha256):  # a stamp already right is not written again
                 _write_atomically(stamp, json.dumps({"format": STAMP_FORMAT, "stat": _stat_of(before), "read_at_ns": started,
                                                      "sha256": sha256}).encode())
             self._raw, self._sha256 = raw, sha256
