@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 from ._grading import ClaimKey
 from ._io import printable
-from ._records import Claim, ClaimError, Scores
+from ._records import AnyClaim, ClaimError, ClaimRow, Scores
 from ._render import FieldPanel, markdown_fence, markdown_text
 from ._runs import Run
 from ._text import line_token_set, normalise_ws, parse_number, quote_occurs, value_tokens
@@ -20,9 +21,15 @@ _MAX_LINE = 240
 # --------------------------------------------------------------------------- claims of a run
 
 
-def run_claims(run: Run) -> dict[ClaimKey, Claim]:
-    """Every claim a run judged (see `Run.claims`)."""
-    return run.all_claims()
+def run_claims(run: Run) -> dict[ClaimKey, AnyClaim]:
+    """Every claim a run judged (`Run.all_claims`), held compact (`ClaimRow`): each claims file's read, kept
+    compact and let go of in turn."""
+    claims: dict[ClaimKey, AnyClaim] = {}
+    for entry in run.manifest.claims:
+        for claim in run.claims(entry.file) or []:
+            claims[(entry.file, claim.id)] = ClaimRow.of(claim)
+        run.forget_claims()
+    return claims
 
 
 # --------------------------------------------------------------------------- page regions
@@ -97,11 +104,11 @@ def page_region(
     return None, f"{lead}{what}", found
 
 
-def _page_url(error: ClaimError, claim: Claim | None) -> str | None:
+def _page_url(error: ClaimError, claim: AnyClaim | None) -> str | None:
     return error.evidence_url or (claim.evidence_url if claim else None) or None
 
 
-def attach_page_region(error: ClaimError, run: Run | None, claim: Claim | None = None) -> ClaimError:
+def attach_page_region(error: ClaimError, run: Run | None, claim: AnyClaim | None = None) -> ClaimError:
     """A copy of `error` with the recorded page region (from the run's cassettes) and whether the quote
     occurs in that page; `page_note` says why there is no region when there is none."""
     url = _page_url(error, claim)
@@ -121,7 +128,7 @@ def attach_page_region(error: ClaimError, run: Run | None, claim: Claim | None =
     return error.model_copy(update=update)
 
 
-def adjudicate(scores: Scores, run: Run | None, claims: dict[ClaimKey, Claim] | None = None) -> Scores:
+def adjudicate(scores: Scores, run: Run | None, claims: Mapping[ClaimKey, AnyClaim] | None = None) -> Scores:
     """The scores with every error carrying its page region (reads cassettes, never calls the judge)."""
     claims = claims or {}
     errors = [attach_page_region(e, run, claims.get((e.file, e.id))) for e in scores.errors]

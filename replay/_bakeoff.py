@@ -22,7 +22,7 @@ from ._gate import adoption_gate
 from ._grading import ClaimKey, claim_info, grade_results, is_correct
 from ._io import atomic_write_text, display_path, dump_json, load_gold, read_json, results_json_path
 from ._matching import results_differences
-from ._records import Claim, ClaimResult, FlipReport, GateDecision, GoldSet, ResultsFile, Scores, Verdict
+from ._records import AnyClaim, Claim, ClaimResult, FlipReport, GateDecision, GoldSet, ResultsFile, Scores, Verdict
 from ._runs import MANIFEST, RESULTS, Run
 
 RESULTS_PREFIX = "judge-bakeoff-results-"
@@ -103,7 +103,7 @@ class Version:
     """None when not replayed; empty when the replay reproduced the recorded results."""
     results_file: Path
     scores: Scores
-    claims: dict[ClaimKey, Claim]
+    claims: dict[ClaimKey, AnyClaim]
     cost_usd: float | None = None
     """USD of the run: its recorded usage at current prices (`_cost.run_cost`; replaying it is free); None:
     the model has no price."""

@@ -8,18 +8,38 @@ and the hashes and quotes computed from it).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
 
-from ._io import compact_json, parse_json_noting_floats
+from ._io import MAX_JSON_DEPTH, compact_json, deeper_than, parse_json_noting_floats
 
 StringFix = Callable[[str], str]
 
 
-def rewrite_sse_json(body: str, change: Callable[[Any], Any] | None = None) -> str:
+def rewrite_sse_json(body: str, change: Callable[[Any], Any] | None = None, *, as_mapped: bool = False) -> str:
     """An SSE body with each `data:` line that holds JSON written compactly (`ensure_ascii=False`), after
-    `change` when given. Line ends and the space after `data:` are kept; other lines are untouched."""
+    `change` when given. Line ends and the space after `data:` are kept; other lines are untouched.
+
+    `as_mapped`: the body as `map_strings` then writes it with a fix that changes no string (what a
+    cassette write's scrubbing does to a body that holds no secret, without parsing it again): each
+    rewritten line with its space after `data:` twice, as `map_strings` writes back a line whose JSON
+    it finds unchanged (all but a lone NaN, which is not equal to itself). Raises ValueError for JSON
+    nested more than MAX_JSON_DEPTH levels, whose parse may depend on how deep in the stack it runs.
+    Without `change`, the last bodies are remembered: a recording stores the same reply (a page other
+    conversations read too) many times."""
+    if change is None:
+        return _rewritten(body, as_mapped)
+    return _rewrite(body, change, as_mapped)
+
+
+@functools.lru_cache(maxsize=64)
+def _rewritten(body: str, as_mapped: bool) -> str:
+    return _rewrite(body, None, as_mapped)
+
+
+def _rewrite(body: str, change: Callable[[Any], Any] | None, as_mapped: bool) -> str:
     lines = body.split("\n")
     for n, line in enumerate(lines):
         if not line.startswith("data:"):
@@ -33,6 +53,11 @@ def rewrite_sse_json(body: str, change: Callable[[Any], Any] | None = None) -> s
         if change is not None:
             message, float_free = change(message), False
         lead = " " if payload.startswith(" ") else ""
+        if as_mapped:
+            if deeper_than(message, MAX_JSON_DEPTH):
+                raise ValueError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
+            if message == message:
+                lead += lead
         lines[n] = "data:" + lead + compact_json(message, float_free=float_free) + end
     return "\n".join(lines)
 

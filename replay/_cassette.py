@@ -25,6 +25,7 @@ an entry of its own of the parsed-cassette cache, so a replay reads one entry pe
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from ._bodies import map_strings, rewrite_sse_json
+from ._bodies import is_sse, map_strings, rewrite_sse_json
 from ._cassette_cache import Cassette, cached, text_of
 from ._cassette_yaml import WIDTH, block_yaml
 from ._commands import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT, canonical_endpoint
@@ -41,7 +42,8 @@ from ._errors import InputError, UsageError
 from ._io import atomic_write_text, indented_json, parse_json_noting_floats, reading_error
 from ._matching import canonical_request
 from ._mcp import FETCH_TOOL, STAND_IN_HEADER, is_missing_page, parse_jsonrpc_reply, tool_result_text
-from ._scrub import MAX_BODY, gunzip, scrub_interactions
+from ._scrub import MAX_BODY, cassette_redactor, content_type_of, gunzip, holds_no_secret, scrub_interaction, scrub_interactions
+from ._secrets import Redactor
 from ._yaml import Dumper, load_yaml
 
 CASSETTE_SUFFIX = ".yaml"
@@ -207,7 +209,8 @@ def _readable(body: str | None) -> str | None:
     try:
         data, float_free = parse_json_noting_floats(body)
         readable = indented_json(data, float_free=float_free)
-        readable.encode("utf-8")  # a lone surrogate escape cannot be written as text: keep the body as sent
+        if not body.isascii() or "\\ud" in body or "\\uD" in body:  # else no surrogate can be in it
+            readable.encode("utf-8")  # a lone surrogate (raw, or escaped) cannot be written as text: keep the body as sent
         return readable
     except (ValueError, RecursionError):  # not JSON, a number too long to read, a lone surrogate
         return body
@@ -246,7 +249,8 @@ def _yaml_text(interactions: list[Interaction]) -> str:
 def save_cassette(path: str | Path, interactions: list[Interaction], *, scrub: bool = True) -> list[Interaction]:
     """Write atomically: a crash mid-write leaves the previous file (or none), never half of one.
     Returns the interactions as written (scrubbed): loading the file gives them back, JSON bodies
-    re-indented."""
+    re-indented. `scrub=False`: the interactions are scrubbed already (`normalise_recording`'s), or a
+    test plants secrets."""
     written = scrub_interactions(interactions) if scrub else interactions
     atomic_write_text(path, _yaml_text(written))
     return written
@@ -268,18 +272,76 @@ _REQUEST_ID = "request-id"
 
 
 def normalise_recording(interactions: list[Interaction], kinds: Sequence[str] | None = None) -> list[Interaction]:
-    """The interactions as a recording stores them: allow-listed lower-case headers; MCP session ids
-    renumbered `session-1`, `session-2`... and request ids `req_recorded_0001`... in order of first
-    appearance (also where a body echoes a request id, changed in the parsed body); rate limits `0`;
-    `retry-after` `0`; no dates; SSE events' JSON written compactly (a page served from another
-    conversation of the recording, its JSON-RPC id rewritten, is then stored with the same bytes as one
-    fetched live, however the server escaped it); a loopback URI in canonical form
-    (`_commands.canonical_endpoint`: the stand-ins' default ports), so a re-record against stand-ins
-    on other ports changes no byte. Secrets are removed first (`_scrub.scrub_interactions`), while the
-    credential headers that carry them (and are dropped here) are still there to say what they are.
-    `kinds`: each request's kind ("model", "learn", "other"), when the recorder knows them already
-    (`_matching.canonical_request`, which would otherwise parse every body again)."""
-    interactions = scrub_interactions(interactions)
+    """The interactions as a recording stores them, scrubbed (write them with `save_cassette(...,
+    scrub=False)`): allow-listed lower-case headers; MCP session ids renumbered `session-1`,
+    `session-2`... and request ids `req_recorded_0001`... in order of first appearance (also where a
+    body echoes a request id, changed in the parsed body); rate limits `0`; `retry-after` `0`; no dates;
+    SSE events' JSON written compactly (a page served from another conversation of the recording, its
+    JSON-RPC id rewritten, is then stored with the same bytes as one fetched live, however the server
+    escaped it); a loopback URI in canonical form (`_commands.canonical_endpoint`: the stand-ins'
+    default ports), so a re-record against stand-ins on other ports changes no byte. Secrets are removed
+    first (`_scrub.scrub_interactions`), while the credential headers that carry them (and are dropped
+    here) are still there to say what they are, and again once normalised, as every cassette write
+    does: the result is `scrub_interactions(_normalised(scrub_interactions(interactions)))`, computed
+    with each body that the first pass finds holds no secret (nearly all) left alone by both passes
+    (`_normalised_once`). `kinds`: each request's kind ("model", "learn", "other"), when the recorder
+    knows them already (`_matching.canonical_request`, which would otherwise parse every body again)."""
+    redactor = cassette_redactor(interactions)
+    once = _normalised_once(interactions, kinds, redactor) if redactor else None
+    if once is not None:
+        return once
+    return scrub_interactions(_normalised(scrub_interactions(interactions), kinds))
+
+
+def _normalised_once(interactions: list[Interaction], kinds: Sequence[str] | None, redactor: Redactor) -> list[Interaction] | None:
+    """`normalise_recording`, with each body that holds no value of `redactor` (`cassette_redactor` of
+    the interactions: the first pass's) passed over by both scrubbing passes: what they would do to it
+    is known. A request body stays as it is (neither pass changes it); so does a response body, but an
+    event stream, which the first pass writes back with a second space after each `data:` (`_bodies.
+    map_strings`), normalising writes compactly again, and the second pass writes back with that space:
+    normalising writes it so (`rewrite_sse_json(as_mapped=True)`), each event parsed once instead of
+    three times. That needs the second pass's redactor to remove no value the first's does not, and the
+    first pass to leave each content type as it is and to write no request id a response body echoes
+    (nor one with a space, which could span the space it adds); where any of this fails (or the JSON
+    nests too deeply to be sure of parsing it again), None: both passes then run in full."""
+    types = [(content_type_of(it.request_headers), content_type_of(it.response_headers)) for it in interactions]
+    keep = [_left_alone(it, redactor, *both) for it, both in zip(interactions, types)]
+    first = [scrub_interaction(it, redactor, keep=kept) for it, kept in zip(interactions, keep)]
+    for it, scrubbed, (_, response_kept), (request_type, response_type) in zip(interactions, first, keep, types):
+        if (content_type_of(scrubbed.request_headers) != request_type
+                or content_type_of(scrubbed.response_headers) != response_type
+                or scrubbed.header("content-type") != response_type):
+            return None
+        if response_kept and any(value and (" " in value or value in it.response_body)
+                                 for name, values in scrubbed.response_headers.items() if name.lower() == _REQUEST_ID
+                                 for value in values):
+            return None
+    try:
+        normalised = _normalised(first, kinds, as_scrubbed=[response_kept for _, response_kept in keep])
+    except ValueError:  # an event's JSON nests too deeply (`rewrite_sse_json`)
+        return None
+    again = cassette_redactor(normalised)
+    if not again or not redactor.holds_all_of(again):
+        return None
+    return [scrub_interaction(it, again, keep=kept) for it, kept in zip(normalised, keep)]
+
+
+def _left_alone(it: Interaction, redactor: Redactor, request_type: str | None, response_type: str | None) -> tuple[bool, bool]:
+    """Whether the request and the response body of an exchange pass the scrubbing of a recording
+    unchanged but for what `_normalised_once` knows: no value of `redactor` in them, and no event stream
+    the first pass would write back (but one of the response that normalising rewrites). The types:
+    the exchange's content types (`content_type_of`)."""
+    request = holds_no_secret(it.request_body, redactor) and not (it.request_body and is_sse(it.request_body, request_type))
+    response = holds_no_secret(it.response_body, redactor) and (
+        not is_sse(it.response_body, response_type) or "text/event-stream" in (response_type or "").lower())
+    return request, response
+
+
+def _normalised(interactions: list[Interaction], kinds: Sequence[str] | None,
+                as_scrubbed: Sequence[bool] | None = None) -> list[Interaction]:
+    """The normalising of `normalise_recording`, without its scrubbing. `as_scrubbed`: per interaction,
+    whether its event-stream response is written as the second scrubbing pass leaves a body holding no
+    secret (`rewrite_sse_json(as_mapped=True)`)."""
     sessions: dict[str, str] = {}
     request_ids: dict[str, str] = {}
 
@@ -311,7 +373,7 @@ def normalise_recording(interactions: list[Interaction], kinds: Sequence[str] | 
             elif name in RESPONSE_HEADERS:
                 resp_headers[name] = list(values)
         if "text/event-stream" in (content_type or "").lower():
-            body = rewrite_sse_json(body)
+            body = rewrite_sse_json(body, as_mapped=bool(as_scrubbed and as_scrubbed[n]))
         out.append(
             Interaction(
                 method=it.method.upper(),
@@ -404,10 +466,16 @@ def learn_calls(interactions: list[Interaction]) -> list[LearnCall]:
             continue
         params = req.get("params") or {}
         try:
-            message = parse_jsonrpc_reply(it.response_body, it.header("content-type"))
-            text, is_error = tool_result_text(message)
+            text, is_error = _tool_reply(it.response_body, it.header("content-type"))
         except (ValueError, RecursionError):  # a malformed reply: the judge was told it failed
             out.append(LearnCall(params.get("name", ""), params.get("arguments") or {}, "", True))
             continue
         out.append(LearnCall(params.get("name", ""), params.get("arguments") or {}, text, is_error))
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _tool_reply(body: str, content_type: str | None) -> tuple[str, bool]:
+    """(text, isError) of a `tools/call` reply (`_mcp.tool_result_text`), remembered: the same page
+    reply comes in many cassettes of a run."""
+    return tool_result_text(parse_jsonrpc_reply(body, content_type))

@@ -117,6 +117,8 @@ def _scalar(value: Any, content_indent: int, dumper: Any) -> str:
         raise _Unsupported
     if "\n" not in value:
         return " " + _line(value, dumper) + "\n"
+    if "\r" in value:  # an event stream's CRLF: double-quoted, and often the same reply again
+        return " " + _quoted_with_cr(value) + "\n"
     return " " + _multiline(value, content_indent) + "\n"
 
 
@@ -124,33 +126,45 @@ def _multiline(value: str, content_indent: int) -> str:
     """A string holding a line feed, as libyaml writes it when the cassette representer asks for a
     literal block where the text allows one (no CR, no line ending in whitespace) and no style otherwise
     (which libyaml then writes single-quoted, or double-quoted where single quotes cannot hold it)."""
-    if _has_unprintable(value):
-        return _double_quoted(value)  # libyaml allows neither a block nor single quotes
-    if "\u2028" in value or "\u2029" in value:
+    rest = _beyond_printable_ascii(value)
+    if _NOT_PRINTABLE.search(rest):
+        return _double_quoted(value, rest)  # libyaml allows neither a block nor single quotes
+    if "\u2028" in rest or "\u2029" in rest:
         raise _Unsupported  # YAML's own line breaks besides LF (CR and NEL are not printable)
     space_break = " \n" in value
-    if value.isascii():  # then the only whitespace left is the space
+    if _WHITESPACE.search(rest) is None:  # then the only whitespace left is the space
         line_ends_in_whitespace = space_break or value.endswith(" ")
     else:
         line_ends_in_whitespace = _ends_a_line_in_whitespace(value)
     if not line_ends_in_whitespace:
         return _literal(value, content_indent)  # asked for, and allowed: no space before a break, none at the end
     if space_break or "\n " in value:
-        return _double_quoted(value)
+        return _double_quoted(value, rest)
     raise _Unsupported  # libyaml would single-quote it, over several lines
+
+
+@functools.lru_cache(maxsize=64)
+def _quoted_with_cr(value: str) -> str:
+    """`_multiline` of a string holding a CR (not printable: double-quoted), remembered (a recording
+    stores the same page reply, read by many conversations, many times)."""
+    return _double_quoted(value, _beyond_printable_ascii(value))
+
+
+def _beyond_printable_ascii(value: str) -> str:
+    """The characters of `value` other than printable ASCII and the line feed, in order: what the checks
+    of libyaml's rules look at, found with whole-string operations (a page's text has a few among
+    thousands). A lone surrogate cannot be written as UTF-8: yaml.dump says so."""
+    try:
+        encoded = value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Unsupported from None
+    return encoded.translate(None, _PRINTABLE_ASCII).decode("utf-8")
 
 
 def _ends_a_line_in_whitespace(value: str) -> bool:
     """Whether a line ends in whitespace as `str.rstrip` sees it (what the cassette representer checks)."""
     last_characters = "".join([line[-1:] for line in value.split("\n")])
     return _WHITESPACE.search(last_characters) is not None
-
-
-def _has_unprintable(value: str) -> bool:
-    """Whether libyaml finds a character it does not print as is (`IS_PRINTABLE`; a line feed is printable)."""
-    if value.isascii():  # the common case, without a regular expression
-        return bool(value.encode("ascii").translate(None, _PRINTABLE_ASCII))
-    return _NOT_PRINTABLE.search(value) is not None
 
 
 def _literal(value: str, indent: int) -> str:
@@ -170,11 +184,12 @@ def _literal(value: str, indent: int) -> str:
     return f"|{hint}{chomp}\n{body}"
 
 
-def _double_quoted(value: str) -> str:
-    """A double-quoted scalar on one line (libyaml folds one longer than the width: left to yaml.dump)."""
+def _double_quoted(value: str, rest: str) -> str:
+    """A double-quoted scalar on one line (libyaml folds one longer than the width: left to yaml.dump).
+    `rest`: `value`'s characters beyond printable ASCII and the line feed (`_beyond_printable_ascii`)."""
     text = value.replace("\\", "\\\\").replace('"', '\\"')
-    if value.isascii() and not text.encode("ascii").translate(None, _PRINTABLE_ASCII + b"\r\t"):
-        text = text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")  # the common case
+    if _ESCAPED.search(rest.replace("\r", "").replace("\t", "")) is None:  # the common case: only these to escape
+        text = text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
     else:
         text = _ESCAPED.sub(_escape, text)
     if len(text) + _MARGIN > WIDTH:

@@ -40,6 +40,7 @@ def drift_items(run: Run, overrides: Mapping[str, list[Claim]]) -> list[ClaimEvi
     items = []
     for file_result in run.compact_results().files:  # a run's thousands of verdicts, held compact and let go
         claims = {c.id: c for c in overrides.get(file_result.file) or run.claims(file_result.file) or []}
+        run.forget_claims()  # what drift needs of them is in the items
         answered = set()
         for result in file_result.results:
             answered.add(result.id)

@@ -12,7 +12,6 @@ from typing import Any
 from ._errors import InputError, ReplayError
 from ._flips import (
     ROLES,
-    AnyClaim,
     Conversation,
     Key,
     PageRead,
@@ -27,19 +26,20 @@ from ._flips import (
 from ._io import display_path
 from ._mcp import FETCH_TOOL, SEARCH_TOOL, search_result_urls
 from ._prompts import BUNDLED, load_prompt
-from ._records import Claim, ClaimRow, ClaimsBatch, FlipReport, GoldSet, ResultRow
-from ._runs import Run, find_runs
+from ._records import AnyClaim, Claim, ClaimRow, ClaimsBatch, FlipReport, GoldSet, ResultRow
+from ._runs import PageVersion, Run, find_runs
 
 
-def _conversation(run: Run, file: str) -> Conversation | None:
-    """The file's Learn traffic from its cassette, else from the results' tool_calls; None if neither."""
+def _conversation(run: Run, file: str, reads: dict[PageVersion, PageRead]) -> Conversation | None:
+    """The file's Learn traffic from its cassette, else from the results' tool_calls; None if neither.
+    `reads`: the page reads made so far, each held once however many conversations made it."""
     if run.cassette_path(file).is_file():
         searches = []
         for call in run.learn_calls(file):
             if call.tool == SEARCH_TOOL:
                 query = str(call.arguments.get("query", ""))
                 searches.append(SearchMade(query, tuple(map(sys.intern, search_result_urls(call.text)))))
-        read = tuple(PageRead(page.url, page.sha256, page.text) for page in run.fetched(file))
+        read = tuple(reads.setdefault(page, PageRead(page.url, page.sha256, page.text)) for page in run.fetched(file))
         return Conversation(read, tuple(searches))
     for fr in run.results.files:
         if fr.file == file and fr.tool_calls is not None:
@@ -89,29 +89,35 @@ def _prompt(run: Run) -> tuple[str | None, str]:
     return text, arg
 
 
-def run_input(run: Run, claims: Sequence[ClaimsBatch] = ()) -> RunInput:
-    """Everything the explainer needs from one run folder (cassettes are read once, here)."""
+def run_input(run: Run, claims: Sequence[ClaimsBatch] = (), same: RunInput | None = None) -> RunInput:
+    """Everything the explainer needs from one run folder (cassettes are read once, here). `same`: a run
+    read before, whose claims equal to this run's are held once (two runs of a diff judge the same claims)."""
     m = run.manifest
     read = run.compact_results()  # a run's thousands of verdicts, held compact
     results: dict[Key, ResultRow] = {}
     files: list[str] = []
+    keys: dict[Key, Key] = {}  # each (file, id) held once, by the results and the claims
     for fr in read.files:
         files.append(fr.file)
         for r in fr.results:
-            results[(fr.file, r.id)] = r
+            key = keys.setdefault((fr.file, r.id), (fr.file, r.id))
+            results[key] = r
     files += [e.file for e in m.claims if e.file not in files]
     given = {(b.file, c.id): c for b in claims for c in b.claims}
     known: dict[Key, AnyClaim] = {}
     conversations: dict[str, Conversation] = {}
+    reads: dict[PageVersion, PageRead] = {}
     texts_wanted = {k[0] for k in results if k not in given}
     for file in files:
-        conv = _conversation(run, file)
+        conv = _conversation(run, file, reads)
         if conv is not None:
             conversations[file] = conv
         if file in texts_wanted:
             for claim in run.claims(file) or []:
-                known[(file, claim.id)] = ClaimRow.of(claim)
-    run.forget_claims()  # held compact here
+                row, key = ClaimRow.of(claim), (file, claim.id)
+                seen = same.claims.get(key) if same is not None else None
+                known[keys.get(key, key)] = seen if seen == row else row
+        run.forget_claims()  # held compact here, one claims file's at a time
     known.update(given)
     for key, r in results.items():  # a results file may carry the claim text itself
         extra = r.model_extra or {}
@@ -194,17 +200,19 @@ def _given_role(x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key]) -> d
 
 def explain_flips(
     run_a: Run, run_b: Run, gold: GoldSet | Mapping[Key, str] | None = None, extra_runs: Sequence[Run] = (), *,
-    discover: bool = True, claims: Sequence[ClaimsBatch] = (), confirm_parent: str | None = None, hunks: bool = True,
+    discover: bool = True, claims: Sequence[ClaimsBatch] = (), confirm_parent: str | None = None,
+    text_only: bool = False,
 ) -> FlipReport:
     """Explain every verdict flip from run A to run B (see `_flips.flip_report`). Runs given in
     `extra_runs` are used as they are; sibling folders found by `discover_runs` only when they hold one
     side fixed for a flipped claim (most telling first: A's prompt on B's pages, then the crossed one,
     then repeats). `report.controlled_runs` says which runs were used and why, and which siblings were
     left out only because they were recorded with another model. `gold`: the gold set, or only its labels
-    (`_flips.gold_labels`: all a report uses of it). `hunks=False`: the changed pages' diff texts left empty
-    (the text report does not show them; markdown, HTML and JSON do)."""
+    (`_flips.gold_labels`: all a report uses of it). `text_only=True`: for the text report, flips keep only the
+    evidence it reads (`_flips.flip_report`); markdown, HTML and JSON show the rest."""
     labels = gold if isinstance(gold, Mapping) else gold_labels(gold)
-    a, b = run_input(run_a, claims), run_input(run_b, claims)
+    a = run_input(run_a, claims)
+    b = run_input(run_b, claims, same=a)
     keys = flipped_keys(a, b)
     given = [run_input(run, claims) for run in extra_runs]
     found: list[tuple[int, str, RunInput, dict[str, Any]]] = []
@@ -222,7 +230,7 @@ def explain_flips(
         elif role is not None:  # it would have held a side fixed but for its model: say why it was left out
             not_used.append({**role, "found": "sibling folder"})
     found.sort(key=lambda item: item[:2])
-    report = flip_report(a, b, labels, [*given, *(x for _, _, x, _ in found)], hunks=hunks)
+    report = flip_report(a, b, labels, [*given, *(x for _, _, x, _ in found)], text_only=text_only)
     report.controlled_runs = [{**_given_role(x, a, b, keys), "found": "given"} for x in given]
     report.controlled_runs += [{**role, "found": "sibling folder"} for *_, role in found]
     report.controlled_runs += not_used

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,15 +20,13 @@ from ._drift import claim_line_pair
 from ._mcp import normalise_learn_url
 from ._page_diff import changed_values, claim_values_on, line_values, region_diff
 from ._prompts import calibration_rules
-from ._records import GOLD_TO_VERDICT, Claim, ClaimResult, ClaimRow, Flip, FlipCause, FlipReport, GoldSet, ResultRow
+from ._records import GOLD_TO_VERDICT, AnyClaim, ClaimResult, Flip, FlipCause, FlipReport, GoldSet, ResultRow
 from ._text import normalise_ws, quote_occurs, sha256_text, subject_words, value_tokens, without_thousands
 
 Key = tuple[str, str]
 """(claims file, claim id): the pairing key."""
 Result = ClaimResult | ResultRow
 """One verdict: as read, or as the edge holds a run's thousands (`ResultRow`, the same fields)."""
-AnyClaim = Claim | ClaimRow
-"""One claim: as read, or as the edge holds a run's thousands (`ClaimRow`, the same fields)."""
 
 NO_VERDICT = "no verdict"
 """How every output names the absence of a verdict (a failed or cut-off conversation)."""
@@ -46,7 +45,7 @@ def no_verdict_summary(side: str, error: str) -> str:
 # --------------------------------------------------------------------------- inputs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PageRead:
     """A page as one run's judge got it (sha256/text None: the page could not be retrieved)."""
 
@@ -55,7 +54,7 @@ class PageRead:
     text: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SearchMade:
     """A `microsoft_docs_search` call and the URLs it returned, in rank order."""
 
@@ -63,7 +62,7 @@ class SearchMade:
     result_urls: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Conversation:
     """The recorded Learn traffic of one claims file's conversation."""
 
@@ -824,32 +823,47 @@ def _sdk_change(va: Mapping[str, str], vb: Mapping[str, str]) -> str:
 # --------------------------------------------------------------------------- the report
 
 
+TEXT_EVIDENCE = ("repeats", "confirmations")
+"""What the text report and its `--confirm` commands read of a flip's evidence."""
+TEXT_HELD = ("file", "id", "verdict", "url", "where")
+"""What the text report reads of a claim held despite a page change."""
+
+
 def flip_report(
     a: RunInput, b: RunInput, gold: Mapping[Key, str] | None = None, extras: Sequence[RunInput] = (), *,
-    hunks: bool = True,
+    text_only: bool = False,
 ) -> FlipReport:
-    """Pair the two runs' claims on (file, id) and explain every verdict that differs (`hunks=False`: with
-    the changed pages' diff texts left empty, for a report that does not show them)."""
+    """Pair the two runs' claims on (file, id) and explain every verdict that differs. `text_only=True`: for
+    the text report, each flip keeps only the evidence it reads (`TEXT_EVIDENCE`) and each held claim what it
+    reads of it (`TEXT_HELD`), the rest let go of as the claim is explained; the changed pages' diff texts are
+    not made."""
     gold = gold or {}
     prompt_changed, prompt_info = _prompt_state(a, b)
-    keys_a, keys_b = set(a.results), set(b.results)
-    flips, held = [], []
+    keys_a, keys_b = a.results.keys(), b.results.keys()
     paired = sorted(keys_a & keys_b)
     # explained page by page (what each page's caches serve), reported in claim order
     by_page = sorted(paired, key=lambda k: _cited_page(a.results[k]) or _cited_page(b.results[k]))
-    explained = {key: explain_flip(key, a, b, prompt_changed, prompt_info, extras, gold, hunks=hunks) for key in by_page}
-    for key in paired:
-        flip, kept = explained[key]
+    flipped: dict[Key, Flip] = {}
+    held_at: dict[Key, dict[str, str]] = {}
+    for key in by_page:
+        flip, kept = explain_flip(key, a, b, prompt_changed, prompt_info, extras, gold, hunks=not text_only)
         if flip is not None:
-            flips.append(flip)
+            if text_only:
+                flip.evidence = {name: flip.evidence[name] for name in TEXT_EVIDENCE if name in flip.evidence}
+            flipped[key] = flip
         if kept is not None:
-            held.append(kept)
+            held_at[key] = {name: kept[name] for name in TEXT_HELD} if text_only else kept
+    del by_page
+    flips = [flipped[key] for key in paired if key in flipped]
+    held = [held_at[key] for key in paired if key in held_at]
+    del flipped, held_at
     unpaired = [{"file": f, "id": i, "only_in": "a"} for f, i in sorted(keys_a - keys_b)]
     unpaired += [{"file": f, "id": i, "only_in": "b"} for f, i in sorted(keys_b - keys_a)]
     counts = Counter(f.primary_cause for f in flips)
     run_prompt = {k: v for k, v in prompt_info.items() if k not in ("rules_a", "rules_b")}
-    return FlipReport(
-        run_a=a.label, run_b=b.label, paired=len(keys_a & keys_b), flips=flips,
+    # made of values of the record's types, here: not validated, which would copy every held entry
+    return FlipReport.model_construct(
+        run_a=a.label, run_b=b.label, paired=len(paired), flips=flips,
         held_despite_page_change=held, unpaired=unpaired,
         counts={c: counts[c] for c in ("prompt", "page", "prompt+page", "evidence_path", "model", "unknown")
                 if counts[c]},
@@ -867,7 +881,8 @@ def _cited_page(result: Result) -> str:
 
 
 def gold_labels(gold: GoldSet | None) -> dict[Key, str]:
-    return {(item.file, item.id): item.label for item in gold.items} if gold else {}
+    """(file, id) -> gold label; files and ids held once with the results' (`sys.intern`)."""
+    return {(sys.intern(item.file), sys.intern(item.id)): item.label for item in gold.items} if gold else {}
 
 
 def confirm_commands(a: RunInput, b: RunInput, report: FlipReport, parent: str) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from ._records import (
     GOLD_TO_VERDICT,
     VERDICTS,
-    Claim,
+    AnyClaim,
     ClaimError,
     ClaimResult,
     CompactGold,
@@ -173,7 +173,7 @@ def _breakdown(paired: Iterable[PairedClaim], key: Callable[[PairedClaim], str])
 
 
 def claim_info(
-    key: ClaimKey, result: AnyResult | None, claims: Mapping[ClaimKey, Claim | None] | None
+    key: ClaimKey, result: AnyResult | None, claims: Mapping[ClaimKey, AnyClaim | None] | None
 ) -> tuple[str | None, str | None]:
     """(claim text, claim type): from the claims given, else from the result's extra fields."""
     claim = claims.get(key) if claims else None
@@ -184,7 +184,7 @@ def claim_info(
     return (text if isinstance(text, str) else None), (ctype if isinstance(ctype, str) else None)
 
 
-def _error(p: PairedClaim, claims: Mapping[ClaimKey, Claim | None] | None) -> ClaimError:
+def _error(p: PairedClaim, claims: Mapping[ClaimKey, AnyClaim | None] | None) -> ClaimError:
     verdict, r = p.verdict, p.result
     outcome = claim_outcome(p.gold.label, verdict)
     if verdict is None:
@@ -210,7 +210,7 @@ def _error(p: PairedClaim, claims: Mapping[ClaimKey, Claim | None] | None) -> Cl
 
 
 def grade_results(
-    results: Results, gold: Gold, claims: Mapping[ClaimKey, Claim | None] | None = None
+    results: Results, gold: Gold, claims: Mapping[ClaimKey, AnyClaim | None] | None = None
 ) -> Scores:
     """Score `results` against `gold` (SPEC.md "Scoring").
 

@@ -7,6 +7,7 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,8 +28,15 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     the user gave us (`_secrets`) is removed first: this is the one way our files are written. A folder
     at `path` is an InputError; any other OSError (a full disk, a read-only folder) is raised naming
     `path`, not the temporary file, for `main()` to report."""
+    atomic_write_chunks(path, (text,))
+
+
+def atomic_write_chunks(path: str | Path, chunks: Iterable[str]) -> None:
+    """`atomic_write_text` of the text these pieces make, each written as it comes (a large file is never
+    held whole); an exception while they come leaves `path` as it was. Each piece is redacted on its
+    own: cut the text where no secret can span the cut (at a line break of a JSON text, which no JSON
+    string holds, so no form of a secret in it either)."""
     path = Path(path)
-    text = redact(text)
     if path.is_dir():
         raise InputError(path, "is a folder; give a file path to write")
     for folder in path.parents:
@@ -43,7 +51,8 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         raise os_error_about(exc, path) from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+            for chunk in chunks:
+                fh.write(redact(chunk))
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the permissions open() would
@@ -107,6 +116,44 @@ def dump_json(data: Any) -> str:
     occur inside JSON strings, where the escape means the same character, so the JSON is unchanged."""
     text = indented_json(data)
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+
+
+def dump_json_pieces(data: dict[str, Any], key: str, items: Iterable[Any]) -> Iterator[str]:
+    """`dump_json` of `data` with the list `items` under its top-level `key` (a plain name; where `data`
+    has it, its value is not read), in whole lines, each item's as it comes: a report of thousands of
+    records is never held as one text nor as one structure. The items' lines are `dump_json`'s of each,
+    indented as they stand in the list."""
+    text = dump_json({**data, key: []})
+    close = text.index(f'\n  "{key}": []') + len(f'\n  "{key}": [')  # no JSON string holds a line break
+    pieces = iter(items)
+    first = next(pieces, _NO_ITEM)
+    if first is _NO_ITEM:
+        yield text
+        return
+    yield text[:close] + "\n"
+    item = first
+    for after in pieces:
+        yield _list_item(item) + ",\n"
+        item = after
+    yield _list_item(item) + "\n"
+    yield "  " + text[close:]
+
+
+_NO_ITEM = object()
+
+
+def model_json_pieces(record: BaseModel, key: str) -> Iterator[str]:
+    """`dump_json(record.model_dump(mode="json"))` in whole lines (`dump_json_pieces`), the records of its
+    list field `key` dumped one at a time."""
+    rest = record.model_dump(mode="json", exclude={key})
+    fields = [name for name in type(record).model_fields if name in rest or name == key]
+    data = {name: rest.get(name) for name in fields} | rest  # the extra fields of an open record come last
+    return dump_json_pieces(data, key, (item.model_dump(mode="json") for item in getattr(record, key)))
+
+
+def _list_item(item: Any) -> str:
+    """An item of a top-level list, as `dump_json` writes it there (its lines indented 4 spaces)."""
+    return "    " + dump_json(item)[:-1].replace("\n", "\n    ")
 
 
 def compact_json(data: Any, *, float_free: bool = False) -> str:
@@ -188,7 +235,7 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
-def _deeper_than(data: Any, limit: int) -> bool:
+def deeper_than(data: Any, limit: int) -> bool:
     """Whether arrays/objects nest more than `limit` levels (walked without recursion, containers only)."""
     stack = [(data, 1)] if isinstance(data, (dict, list)) else []
     while stack:
@@ -215,7 +262,7 @@ def parse_json(text: str, path: str | Path) -> Any:
         raise too_deep from None
     except ValueError as exc:  # NaN, 1e999, a number of 5000 digits
         raise InputError(path, f"not valid JSON: {exc}") from exc
-    if _deeper_than(data, MAX_JSON_DEPTH):
+    if deeper_than(data, MAX_JSON_DEPTH):
         raise too_deep
     return data
 
@@ -356,7 +403,12 @@ def load_compact_results(path: str | Path) -> CompactResults:
     p = results_json_path(path)
     if Path(path).is_dir() and not p.exists():
         raise InputError(path, "run folder has no results.json")
-    data = _results_shape(p, read_json(p))
+    text = read_text(p)
+    streamed = _compact_results_streamed(p, text)  # the common shape, read one claims file at a time
+    if streamed is not None:
+        return streamed
+    data = _results_shape(p, parse_json(text, p))
+    del text
     files = data.get("files") if isinstance(data, dict) else None
     if not isinstance(files, list):  # not a results file: `parse_results` says why
         return CompactResults.of(parse_results(p, data))
@@ -370,3 +422,91 @@ def _file_result(path: Path, files: list[Any], index: int) -> FileResult:
     """`files[index]` validated, and let go of in `files`."""
     data, files[index] = files[index], None
     return validate(path, FileResult, data, "results file", at=("files", index))
+
+
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+"""What JSON counts as white space between tokens."""
+
+
+def _after_space(text: str, at: int) -> int:
+    """The index of the first character of `text` from `at` on that is not JSON white space."""
+    found = _JSON_SPACE.match(text, at)
+    return found.end() if found else at
+
+
+class _NotPlain(Exception):
+    """A results text that `_compact_results_streamed` leaves to the whole parse."""
+
+
+def _compact_results_streamed(path: Path, text: str) -> CompactResults | None:
+    """`load_compact_results` of a results text, each claims file's object parsed, validated and made compact
+    in turn (the parsed tree of a whole results file is several times its size). None when the text is not
+    the shape results files have: valid JSON, an object whose last key is `files` (a list), no key twice,
+    nothing nested deeper than MAX_JSON_DEPTH; the whole parse then reads it, and says what is wrong with
+    it. Errors come in the same order as there: invalid JSON first, then the header, then the first file."""
+    decode = json.JSONDecoder(parse_float=_finite_number, parse_int=_whole_number, parse_constant=_no_constant).raw_decode
+    error: InputError | None = None
+    at = _after_space(text, 0)
+
+    def validated_files() -> Iterator[FileResult]:
+        nonlocal at, error
+        at = _after_space(text, at + 1)
+        if text[at:at + 1] == "]":
+            return
+        index = 0
+        while True:
+            element, at = decode(text, at)
+            if deeper_than(element, MAX_JSON_DEPTH - 2):
+                raise _NotPlain
+            if error is None:
+                try:
+                    yield validate(path, FileResult, element, "results file", at=("files", index))
+                except InputError as exc:
+                    error = exc
+            del element
+            index += 1
+            at = _after_space(text, at)
+            if text[at:at + 1] == "]":
+                break
+            if text[at:at + 1] != ",":
+                raise _NotPlain
+            at = _after_space(text, at + 1)
+
+    try:
+        if text[at:at + 1] != "{":
+            return None
+        header: dict[str, Any] = {}
+        at = _after_space(text, at + 1)
+        while True:
+            if text[at:at + 1] != '"':
+                return None
+            key, at = decode(text, at)
+            at = _after_space(text, at)
+            if key in header or text[at:at + 1] != ":":
+                return None
+            at = _after_space(text, at + 1)
+            if key == "files":
+                break
+            header[key], at = decode(text, at)
+            if deeper_than(header[key], MAX_JSON_DEPTH - 1):
+                return None
+            at = _after_space(text, at)
+            if text[at:at + 1] != ",":
+                return None
+            at = _after_space(text, at + 1)
+        if text[at:at + 1] != "[":
+            return None
+        try:
+            fields = validate(path, ResultsFile, {**header, "files": []}, "results file")
+        except InputError as exc:
+            fields, error = ResultsFile(files=[]), exc
+        results = CompactResults.joined(fields, validated_files())
+        at = _after_space(text, at + 1)
+        if text[at:at + 1] != "}" or _after_space(text, at + 1) != len(text):
+            return None
+    except (_NotPlain, ValueError, RecursionError):  # ValueError: invalid JSON, NaN, a number too long
+        return None
+    if error is not None:
+        raise error
+    _check_results(path, results)
+    return results

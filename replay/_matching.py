@@ -27,6 +27,7 @@ other request is keyed canonically, as before.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -123,9 +124,16 @@ def _canonical(method: str, uri: str, text: str, parsed: Any) -> CanonicalReques
 
 def sent_key(method: str, uri: str, body: bytes | str | None) -> SentKey:
     """The exact-bytes key of a request."""
-    parts = urlsplit(uri)
+    path, query = _path_and_query(uri)
     raw = body.encode("utf-8") if isinstance(body, str) else bytes(body or b"")
-    return (method.upper(), parts.path, parts.query, hashlib.sha256(raw).digest())
+    return (method.upper(), path, query, hashlib.sha256(raw).digest())
+
+
+@functools.lru_cache(maxsize=256)
+def _path_and_query(uri: str) -> tuple[str, str]:
+    """A URI's path and query, split once per URI (a run sends thousands of requests to a few)."""
+    parts = urlsplit(uri)
+    return parts.path, parts.query
 
 
 def key_digest(key: RequestKey) -> bytes:

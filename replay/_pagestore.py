@@ -176,7 +176,7 @@ class PageStore:
             known = (pages_read or {}).get(entry.file)
             fetched.extend(known if known is not None else pages_fetched(run.learn_calls(entry.file)))
         with self._cache.transact():
-            for url, text, no_page in fetched:
+            for url, text, no_page in dict.fromkeys(fetched):  # a page many conversations read: added once
                 if no_page is None:
                     self._add(url, text, seen_at, recording)
                 else:

@@ -39,7 +39,7 @@ _JOINERS = ("\u200d", "\ufe0f")
 """Characters that make a string's width differ from the sum of its parts': such cells are wrapped by rich."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Cell:
     lines: tuple[str, ...]
     """The cell's plain text split at line breaks."""
@@ -94,7 +94,8 @@ def _cell(console: Console, content: RenderableType, column: Column, parsed: dic
     plain = text.plain
     if text.end != "\n" or _OUTSIDE_FAST_LINES.search(plain):
         return None
-    return _Cell(tuple(plain.split("\n")), text.justify or column.justify or "default",
+    lines = tuple(plain.split("\n")) if "\n" in plain else (plain,)  # one line: the Text's own string
+    return _Cell(lines, text.justify or column.justify or "default",
                  text.overflow or column.overflow or "fold", pick_bool(text.no_wrap, column.no_wrap, False),
                  not any(j in plain for j in _JOINERS), plain.isascii())
 
@@ -229,10 +230,14 @@ def plain_table_lines(console: Console, table: Table, *, soft_wrap: bool | None 
     columns: list[list[_Cell]] = []
     for column in table.columns:
         cells = []
+        made: dict[int, _Cell] = {}  # a renderable in many rows (a status, a page) is read once
         for content in ([column.header] if table.show_header else []) + list(column._cells):
-            cell = _cell(console, content, column, parsed)
+            cell = made.get(id(content))
             if cell is None:
-                return None
+                cell = _cell(console, content, column, parsed)
+                if cell is None:
+                    return None
+                made[id(content)] = cell
             cells.append(cell)
         columns.append(cells)
     options = _print_options(console, soft_wrap)
@@ -362,12 +367,17 @@ def _boxed(line: str, inner: int) -> str:
     return f"{ROUNDED.mid_left} {set_cell_size(line, inner)} {ROUNDED.mid_right}"
 
 
+PRINTED_LINES = 500
+"""How many lines of a long plain table or report are printed at a time (`_render.print_table`, `LinePrinter`)."""
+
+
 class LinePrinter:
     """`console.print(markup, soft_wrap=...)` for the many one-line prints of a report. On a console that
     shows no style, a line rich would print as it is (its text fits the width, or soft wrap is on; no tab,
     control code, line break or joiner) is kept and written, with those before it, at the next line rich
-    prints or at `flush` (one `Console.print` for many lines; rich costs about 0.1 ms a line). Anything
-    else is printed by rich, in order. tests/test_plain_table.py holds it to rich's output."""
+    prints, at `flush`, or once PRINTED_LINES are kept (one `Console.print` for many lines; rich costs about
+    0.1 ms a line). Anything else is printed by rich, in order. tests/test_plain_table.py holds it to rich's
+    output."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
@@ -380,6 +390,8 @@ class LinePrinter:
             if ("\n" not in text and not _OUTSIDE_FAST_LINES.search(text) and not any(j in text for j in _JOINERS)
                     and (soft_wrap or cell_len(text) <= self.console.width)):
                 self.pending.append(text if soft_wrap else _rstrip_end(text, self.console.width))
+                if len(self.pending) >= PRINTED_LINES:
+                    self.flush()
                 return
         self.flush()
         self.console.print(markup, soft_wrap=soft_wrap)

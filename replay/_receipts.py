@@ -27,14 +27,16 @@ one per run folder, written atomically; deleting them is always safe.
 from __future__ import annotations
 
 import base64
+import codecs
 import hashlib
 import json
 import os
 import sys
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import ValidationError
 
@@ -43,13 +45,15 @@ from ._config import project_root
 from ._errors import ReplayError
 from ._io import atomic_write_text
 from ._prompts import Prompt
-from ._records import ClaimsBatch, FileResult
+from ._records import FileResult, HeldFiles
 from ._runs import MANIFEST, RESULTS, Run, cassette_name
-from ._secrets import contains_secret, known
+from ._secrets import contains_secret, known, longest_secret_form
 
 FORMAT = 3
 """Bump when what a receipt holds, or what its hash covers, changes."""
 FOLDER = Path(".judge-replay") / "cache" / "replays"
+PIECE = 1 << 18
+"""Bytes of run.json and results.json read at a time while hashing them."""
 _ENV_PREFIXES = ("ANTHROPIC_", "JUDGE_REPLAY_", "SSL_", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 _ENV_PROXIES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
 _ENV_PRESENCE_ONLY = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
@@ -62,18 +66,22 @@ class Receipt:
         self.path = path
         self.inputs_sha256 = inputs_sha256
 
-    def files(self) -> list[FileResult] | None:
-        """The results the full replay produced, when the receipt is for these inputs; else None."""
+    def files(self) -> HeldFiles | None:
+        """The results the full replay produced, when the receipt is for these inputs; else None. Each
+        file's line is checked to read, and held as `HeldFiles` holds results (its JSON compressed)."""
         try:
             data = json.loads(self.path.read_bytes())
             if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("inputs_sha256") != self.inputs_sha256:
                 return None
-            lines = zlib.decompress(base64.b64decode(data["files"], validate=True)).splitlines()
-            return [FileResult.model_validate_json(line) for line in lines]
+            kept = []
+            for line in zlib.decompress(base64.b64decode(data["files"], validate=True)).splitlines():
+                FileResult.model_validate_json(line)
+                kept.append(zlib.compress(line, 1))
+            return HeldFiles.of_held(kept)
         except (OSError, ValueError, KeyError, TypeError, ValidationError, zlib.error):
             return None
 
-    def write(self, files: list[FileResult]) -> None:
+    def write(self, files: Iterable[FileResult]) -> None:
         """Keep what a full replay produced: each file's results as a JSON line, compressed one at a time
         (memory holds the results, not a second copy as text). Skipped when a file's results would not
         read back equal, or hold a secret we know; a receipt that cannot be written only costs the next
@@ -94,7 +102,14 @@ class Receipt:
             return
 
 
-def receipt_for(run: Run, prompt: Prompt, batches: list[tuple[Path, ClaimsBatch]], *,
+class _OfFile(Protocol):
+    """A claims batch, or what stands for one (`_runner.HeldClaims`): what a receipt needs of it."""
+
+    @property
+    def file(self) -> str: ...
+
+
+def receipt_for(run: Run, prompt: Prompt, batches: Sequence[tuple[Path, _OfFile]], *,
                 code: str | None = None) -> Receipt | None:
     """The receipt of replaying `run` with `prompt` and `batches` (None: no receipt applies, see the
     module docstring). `code`: the code's fingerprint (default `code_sha256()`)."""
@@ -117,16 +132,27 @@ def receipt_for(run: Run, prompt: Prompt, batches: list[tuple[Path, ClaimsBatch]
 
     def add_file(label: str, path: Path) -> bool:
         """A file, hashed as `add` would its bytes, read in pieces (a large results.json is never held
-        whole while a replay's results are) unless a secret is known (then read whole, to look for it);
-        False when it holds a secret or changed while read."""
-        if known():
-            return add(label, path.read_bytes())
+        whole while a replay's results are), each also searched for a secret when one is known (as
+        `holds_secret` searches the whole: decoded alike, each piece with the end of the one before it,
+        as long as the longest form less one); False when it holds a secret or changed while read."""
+        searching = known()
+        overlap = longest_secret_form() - 1
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        tail = ""
         with path.open("rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             framed_label = label.encode("utf-8", "surrogatepass")
             digest.update(len(framed_label).to_bytes(8, "big") + framed_label + size.to_bytes(8, "big"))
             read = 0
-            while chunk := fh.read(1 << 20):
+            while True:
+                chunk = fh.read(PIECE)
+                if searching:
+                    text = tail + decoder.decode(chunk, final=not chunk)
+                    if contains_secret(text):
+                        return False
+                    tail = text[-overlap:] if overlap > 0 else ""
+                if not chunk:
+                    break
                 digest.update(chunk)
                 read += len(chunk)
         return read == size

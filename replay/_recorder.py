@@ -134,6 +134,8 @@ class _Tape:
         self.sent: dict[SentKey, _SentAs] = {}
         """Replay: a recorded request's exact-bytes key (`_matching.sent_form`) -> what it stands for."""
         self.played: list[bool] = []
+        self.replayed = {"model": 0, "learn": 0, "other": 0}
+        """Replay: requests answered, by kind (added to the recorder's stats when the conversation ends)."""
         self._source: Cassette | None = None
         self._recorded: list[Interaction] | None = None
         self._requests: list[CanonicalRequest] | None = None
@@ -419,12 +421,11 @@ def _replay_response(recorder: HttpRecorder, request: Any, body: bytes, module: 
     attaches the request), without the stub's vcrpy `Request` and the dict round trip."""
     request.stream = module.ByteStream(body)
     played = recorder._replayed(recorder._current.get(), _Sent(request.method, str(request.url), body, request.headers))
-    message = played["status"]["message"]
     return module.Response(
-        played["status"]["code"],
-        headers=[(name, value) for name, values in played["headers"].items() for value in values],
-        stream=module.ByteStream(played["body"]["string"]),
-        extensions={"reason_phrase": message.encode("ascii")} if message else None,
+        played.status,
+        headers=[(name, value) for name, values in played.headers.items() for value in values],
+        stream=module.ByteStream(played.body),
+        extensions={"reason_phrase": played.reason.encode("ascii")} if played.reason else None,
     )
 
 
@@ -532,7 +533,7 @@ class HttpRecorder:
 
             interactions = [w.interaction for w in tape.written]
             kinds = [w.request.kind for w in tape.written]
-            written = save_cassette(tape.path, normalise_recording(interactions, kinds))
+            written = save_cassette(tape.path, normalise_recording(interactions, kinds), scrub=False)  # scrubbed by normalising
             calls = learn_calls(_maybe_tool_calls(written, [w.request for w in tape.written]))
             pages = [(url, self._one_copy(text), no_page) for url, text, no_page in pages_fetched(calls)]
             with self._lock:
@@ -558,6 +559,9 @@ class HttpRecorder:
                   for i in tape.unused() for it in (tape.recorded[i],)]
         with self._lock:
             self.recorded_interactions += len(tape.answers)
+            self.stats.interactions += sum(tape.replayed.values())
+            self.stats.model_calls += tape.replayed["model"]
+            self.stats.learn_calls += tape.replayed["learn"]
             if unused:
                 self._unused[tape.claims_file] = unused
 
@@ -579,7 +583,7 @@ class HttpRecorder:
     def _answer(self, request: Any) -> dict[str, Any]:
         tape = self._current.get()
         if self.mode == "replay":
-            return self._replayed(tape, request)
+            return _vcr_response(self._replayed(tape, request))
         creq: CanonicalRequest = getattr(request, _CANON_ATTR)
         if creq.kind == "learn" and self._pool is not None:
             served = self._pool.get(creq)
@@ -614,12 +618,13 @@ class HttpRecorder:
                 with self._lock:
                     self._page_cache.setdefault(url, (tape.claims_file, it))
 
-    def _replayed(self, tape: _Tape | None, request: Any) -> dict[str, Any]:
+    def _replayed(self, tape: _Tape | None, request: Any) -> _Played:
         """Replay: the recorded answer, found by the request's exact bytes (a request sent again as
-        recorded), else by its canonical key, else by its key as a cassette stores it (scrubbed)."""
+        recorded), else by its canonical key, else by its key as a cassette stores it (scrubbed). Counted
+        on the tape (`_Tape.replayed`)."""
         if tape is not None and (found := tape.take_sent(request)) is not None:
-            self._count_kind(found[1].kind)
-            return _playback(tape.answers[found[0]], request, found[1].learn, tape.recorded_body(found[0]))
+            tape.replayed[found[1].kind] += 1
+            return _played(tape.answers[found[0]], request, found[1].learn, tape.recorded_body(found[0]))
         creq = canonical_request(request.method, request.uri, request.body)
         if tape is None:
             raise self._miss(None, creq, detail="it was made outside any conversation, and replay answers only a conversation's requests")
@@ -629,8 +634,8 @@ class HttpRecorder:
             self.found_by_secret = self.found_by_secret or i is not None
         if i is None:
             raise self._miss(tape, creq)
-        self._count(creq)
-        return _playback(tape.answers[i], request, _learn_of(creq), tape.recorded_body(i))
+        tape.replayed[creq.kind] += 1
+        return _played(tape.answers[i], request, _learn_of(creq), tape.recorded_body(i))
 
     # ------------------------------------------------------------------ helpers
 
@@ -641,14 +646,11 @@ class HttpRecorder:
                 self.stats.retries_dropped += dropped
 
     def _count(self, creq: CanonicalRequest) -> None:
-        self._count_kind(creq.kind)
-
-    def _count_kind(self, kind: str) -> None:
         with self._lock:
             self.stats.interactions += 1
-            if kind == "model":
+            if creq.kind == "model":
                 self.stats.model_calls += 1
-            elif kind == "learn":
+            elif creq.kind == "learn":
                 self.stats.learn_calls += 1
 
     def _answered_by_another(self, creq: CanonicalRequest) -> bool:
@@ -797,12 +799,33 @@ def _fetch_url(creq: CanonicalRequest) -> str | None:
     return normalise_learn_url(url) if isinstance(url, str) else None
 
 
-def _playback(stored: _Stored, request: Any, learn: tuple[str | None, Any] | None = None,
-              recorded_body: Callable[[], str] | None = None) -> dict[str, Any]:
-    """A stored response as the response to `request`, in the dict form vcrpy's stubs deserialize.
-    `learn`: the JSON-RPC (method, id) of the Learn request it answers (its reply gets that id, its
-    session header the request's); None: not a Learn request. `recorded_body` reads the body as recorded
-    when `stored` holds only its reply (`_Stored`) and this request has another id."""
+class _Played(NamedTuple):
+    """A stored response as played to one request (`_played`)."""
+
+    status: int
+    reason: str
+    headers: dict[str, list[str]]
+    body: bytes
+
+
+def _vcr_response(played: _Played) -> dict[str, Any]:
+    """A played response in the dict form vcrpy's stubs deserialize."""
+    return {"status": {"code": played.status, "message": played.reason}, "headers": played.headers,
+            "body": {"string": played.body}}
+
+
+def _playback(stored: _Stored, request: Any, learn: tuple[str | None, Any] | None = None) -> dict[str, Any]:
+    """`_played`, in the dict form vcrpy's stubs deserialize (what recording answers from a page pool or
+    another conversation's fetch)."""
+    return _vcr_response(_played(stored, request, learn))
+
+
+def _played(stored: _Stored, request: Any, learn: tuple[str | None, Any] | None = None,
+            recorded_body: Callable[[], str] | None = None) -> _Played:
+    """A stored response as the response to `request`. `learn`: the JSON-RPC (method, id) of the Learn
+    request it answers (its reply gets that id, its session header the request's); None: not a Learn
+    request. `recorded_body` reads the body as recorded when `stored` holds only its reply (`_Stored`) and
+    this request has another id."""
     headers, body = stored.headers, stored.body
     rpc_method, rpc_id = learn if learn is not None else (None, None)
     if rpc_id is not None and stored.reply is not None and type(stored.rpc_id) is type(rpc_id) and stored.rpc_id == rpc_id:
@@ -813,15 +836,11 @@ def _playback(stored: _Stored, request: Any, learn: tuple[str | None, Any] | Non
             body = recorded_body()
         if rpc_id is not None:
             body = _with_rpc_id(body.decode("utf-8") if isinstance(body, bytes) else body, rpc_id)
-    if learn is not None:
+    if learn is not None and _SESSION in headers and rpc_method != "initialize":
         session = request.headers.get(_SESSION)
-        if session and _SESSION in headers and rpc_method != "initialize":
+        if session:
             headers = {**headers, _SESSION: [session]}
-    return {
-        "status": {"code": stored.status, "message": stored.reason},
-        "headers": headers,
-        "body": {"string": body if isinstance(body, bytes) else body.encode("utf-8")},
-    }
+    return _Played(stored.status, stored.reason, headers, body if isinstance(body, bytes) else body.encode("utf-8"))
 
 
 def _learn_of(creq: CanonicalRequest) -> tuple[str | None, Any] | None:
@@ -905,6 +924,12 @@ def _interaction(request: Any, response: dict[str, Any]) -> Interaction:
         status=int(response["status"]["code"]),
         reason=response["status"].get("message") or "",
         response_body=raw.decode("utf-8", "replace"),
-        request_headers={str(k).lower(): [str(v)] for k, v in request.headers.items()},
+        request_headers={name: [str(value)] for name, value in _lower_items(request.headers)},
         response_headers=resp_headers,
     )
+
+
+def _lower_items(headers: Any) -> Any:
+    """(lower-case name, value) of each header: vcrpy's `HeadersDict` has them at hand (`lower_items`)."""
+    lower_items = getattr(headers, "lower_items", None)
+    return lower_items() if lower_items is not None else ((str(k).lower(), v) for k, v in headers.items())

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable
+import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -67,6 +68,10 @@ class ClaimRow:
     @classmethod
     def of(cls, claim: Claim) -> ClaimRow:
         return cls(claim.id, claim.claim, claim.claim_type, claim.evidence_url)
+
+
+AnyClaim = Claim | ClaimRow
+"""One claim: as read, or as grade and diff hold a run's thousands (`ClaimRow`, the same fields)."""
 
 
 class ClaimsBatch(_Open):
@@ -162,10 +167,11 @@ class ResultRow:
 
     @classmethod
     def of(cls, result: ClaimResult) -> ResultRow:
-        """The row of a result; its claim id, rule and page URL held once however many runs and verdicts hold
-        them (`sys.intern`)."""
+        """The row of a result; its claim id, rule, page URL, quote and reason held once however many runs and
+        verdicts hold them (`sys.intern`: many claims quote the same page line)."""
         return cls(sys.intern(result.id), result.judge_verdict, sys.intern(result.rule), sys.intern(result.evidence_url),
-                   result.evidence_quote, result.reason, result.quote_verified, result.error, result.model_extra or None)
+                   sys.intern(result.evidence_quote), sys.intern(result.reason), result.quote_verified, result.error,
+                   result.model_extra or None)
 
 
 class Usage(BaseModel):
@@ -277,6 +283,52 @@ class CompactResults:
             kept.append(result.model_copy(update={"results": [], "tool_calls": None}))
             rows.append(FileRows.of(result))
         return cls(header.model_copy(update={"files": kept}), tuple(rows))
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def held(record: M) -> bytes | M:
+    """A record as a long run holds it until it is read again (`restored`): its JSON, compressed (a
+    tenth of the objects' memory for a claims file's results), when that reads back equal; else the
+    record itself (a NaN among a tool call's arguments, a lone surrogate)."""
+    try:
+        text = record.model_dump_json().encode("utf-8")
+        if type(record).model_validate_json(text) == record:
+            return zlib.compress(text, 1)
+    except (ValueError, RecursionError):
+        pass
+    return record
+
+
+def restored(kept: bytes | M, kind: type[M]) -> M:
+    """The record `held` kept (equal to the one it was given)."""
+    return kind.model_validate_json(zlib.decompress(kept)) if isinstance(kept, bytes) else kept
+
+
+class HeldFiles:
+    """The results of a run's claims files, in order, as the runner holds them until the run is written
+    and shown: each `held` (compressed JSON), made back into a `FileResult` when read, one at a time, so
+    that a 500-file run never holds its 5,000 verdicts as objects at once. Iterate it as often as needed."""
+
+    def __init__(self, results: Iterable[FileResult] = ()) -> None:
+        self._held: list[bytes | FileResult] = [held(r) for r in results]
+
+    @classmethod
+    def of_held(cls, kept: Iterable[bytes | FileResult]) -> HeldFiles:
+        """The results `held` made of each (in this order)."""
+        out = cls()
+        out._held = list(kept)
+        return out
+
+    def append(self, result: FileResult) -> None:
+        self._held.append(held(result))
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def __iter__(self) -> Iterator[FileResult]:
+        return (restored(kept, FileResult) for kept in self._held)
 
 
 # --------------------------------------------------------------------------- runs

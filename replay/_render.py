@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ._grading import NO_VERDICT
 from ._io import printable
-from ._plain_table import Prerendered, plain_panel, plain_table_lines, shows_no_style
+from ._plain_table import PRINTED_LINES, Prerendered, plain_panel, plain_table_lines, shows_no_style
 from ._records import VERDICTS, ClaimError, GateDecision, Scores
 
 REPORT_WIDTH = 160
@@ -75,8 +75,6 @@ def print_panels(console: Console, panels: Sequence[FieldPanel]) -> None:
         console.print(panel.rich() if text is None else Prerendered(text), soft_wrap=False)
 
 
-PRINTED_LINES = 500
-"""How many lines of a long plain table are printed at a time (`print_table`)."""
 
 
 def print_table(console: Console, table: Table, *, soft_wrap: bool | None = None) -> None:

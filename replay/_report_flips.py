@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import html
 import io
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape as rich_escape
 
 from ._flips import shown_verdict
-from ._io import dump_json, printable
+from ._io import model_json_pieces, printable
 from ._render import markdown_cell
 from ._page_diff import side_by_side, word_diff
-from ._plain_table import LinePrinter
+from ._plain_table import PRINTED_LINES, LinePrinter
 from ._records import Flip, FlipReport
 
 CAUSE_ORDER = ("prompt", "page", "prompt+page", "evidence_path", "model", "unknown")
@@ -85,7 +86,27 @@ def _controlled_lines(report: FlipReport) -> list[str]:
 
 def render_text(report: FlipReport, *, color: bool = False, width: int = 110) -> str:
     out = io.StringIO()
-    console = Console(file=out, width=width, force_terminal=color, no_color=not color, highlight=False,
+    write_text(report, out.write, color=color, width=width)
+    return out.getvalue()
+
+
+class _Handed(io.StringIO):
+    """A text file (as a `StringIO` is to rich: UTF-8, no terminal) that hands each piece written to it on,
+    keeping none."""
+
+    def __init__(self, write: Callable[[str], object]) -> None:
+        super().__init__()
+        self._write = write
+
+    def write(self, text: str) -> int:
+        self._write(text)
+        return len(text)
+
+
+def write_text(report: FlipReport, write: Callable[[str], object], *, color: bool = False, width: int = 110) -> None:
+    """`render_text`'s characters, handed to `write` a few hundred lines at a time as they are laid out
+    (a report of thousands of flips is never held whole)."""
+    console = Console(file=_Handed(write), width=width, force_terminal=color, no_color=not color, highlight=False,
                       color_system="standard" if color else None)
     lines = LinePrinter(console)
     for note in report.notes:
@@ -131,7 +152,6 @@ def render_text(report: FlipReport, *, color: bool = False, width: int = 110) ->
     lines.print()
     lines.print(_counts_line(report))
     lines.flush()
-    return out.getvalue()
 
 
 # --------------------------------------------------------------------------- markdown
@@ -162,38 +182,46 @@ def _fence(text: str, lang: str = "") -> str:
 
 
 def render_markdown(report: FlipReport) -> str:
-    lines = [f"## judge-replay diff: {_code(report.run_a)} → {_code(report.run_b)}", ""]
-    lines += [f"> **{_md(note)}**\n" for note in report.notes]
+    return "".join(markdown_pieces(report))
+
+
+def markdown_pieces(report: FlipReport) -> Iterator[str]:
+    """`render_markdown`'s text in pieces (each cut before a line break), each flip's lines made as it comes."""
+    return _joined(_markdown_lines(report))
+
+
+def _markdown_lines(report: FlipReport) -> Iterator[str]:
+    yield from [f"## judge-replay diff: {_code(report.run_a)} → {_code(report.run_b)}", ""]
+    yield from [f"> **{_md(note)}**\n" for note in report.notes]
     if _prompt_line(report):
-        lines += [_md(_prompt_line(report)), ""]
-    lines += [_counts_line(report), ""]
+        yield from [_md(_prompt_line(report)), ""]
+    yield from [_counts_line(report), ""]
     if report.controlled_runs:
-        lines += ["Other runs used to tell the causes apart:", ""]
-        lines += [f"- {_md(line)}" for line in _controlled_lines(report)]
-        lines.append("")
+        yield from ["Other runs used to tell the causes apart:", ""]
+        yield from [f"- {_md(line)}" for line in _controlled_lines(report)]
+        yield ""
     if report.flips:
-        lines += ["| claim | A | B | cause | gold | why |", "|---|---|---|---|---|---|"]
+        yield from ["| claim | A | B | cause | gold | why |", "|---|---|---|---|---|---|"]
         for f in sorted(report.flips, key=lambda f: (CAUSE_ORDER.index(f.primary_cause), f.file, f.id)):
-            lines.append(f"| {_code(f.file)} {_code(f.id)} | {shown_verdict(f.verdict_a)} | {shown_verdict(f.verdict_b)} "
-                         f"| **{f.primary_cause}** | {_md(_gold(f))} | {_md(f.summary)} |")
-        lines.append("")
-        lines += ["### Details", ""]
+            yield (f"| {_code(f.file)} {_code(f.id)} | {shown_verdict(f.verdict_a)} | {shown_verdict(f.verdict_b)} "
+                   f"| **{f.primary_cause}** | {_md(_gold(f))} | {_md(f.summary)} |")
+        yield ""
+        yield from ["### Details", ""]
         for f in report.flips:
-            lines += _markdown_details(f)
+            yield from _markdown_details(f)
     else:
-        lines += ["No verdict moved.", ""]
+        yield from ["No verdict moved.", ""]
     if report.held_despite_page_change:
-        lines += ["### Held despite a page change", ""]
-        lines += [f"- {_code(h['file'])} {_code(h['id'])} stayed **{h['verdict']}**: {_md(h['url'])} ({_md(h['where'])})"
-                  for h in report.held_despite_page_change]
-        lines.append("")
+        yield from ["### Held despite a page change", ""]
+        yield from (f"- {_code(h['file'])} {_code(h['id'])} stayed **{h['verdict']}**: {_md(h['url'])} ({_md(h['where'])})"
+                    for h in report.held_despite_page_change)
+        yield ""
     if report.unpaired:
-        lines += ["### Unpaired", ""]
-        lines += [f"- {_code(u['file'])} {_code(u['id'])} only in {u['only_in'].upper()}" for u in report.unpaired]
-        lines.append("")
+        yield from ["### Unpaired", ""]
+        yield from [f"- {_code(u['file'])} {_code(u['id'])} only in {u['only_in'].upper()}" for u in report.unpaired]
+        yield ""
     if report.confirm_commands:
-        lines += ["### To confirm causes", "", _fence("\n".join(report.confirm_commands), "sh"), ""]
-    return "\n".join(lines)
+        yield from ["### To confirm causes", "", _fence("\n".join(report.confirm_commands), "sh"), ""]
 
 
 def _markdown_details(f: Flip) -> list[str]:
@@ -231,7 +259,32 @@ def _markdown_details(f: Flip) -> list[str]:
 
 def render_json(report: FlipReport) -> str:
     """SPEC's shape first ({run_a, run_b, paired, flips: [...]}), then our extra keys."""
-    return dump_json(report.model_dump(mode="json"))
+    return "".join(json_pieces(report))
+
+
+def json_pieces(report: FlipReport) -> Iterator[str]:
+    """`render_json`'s text in whole lines, each flip's dumped as it comes (`_io.dump_json_pieces`)."""
+    return model_json_pieces(report, "flips")
+
+
+_PIECE_CHARS = 1 << 16
+"""Characters of a report piece past which it is handed on (`_joined`)."""
+
+
+def _joined(parts: Iterable[str], sep: str = "\n") -> Iterator[str]:
+    """`sep.join(parts)` in pieces of PRINTED_LINES parts or about _PIECE_CHARS characters (each piece after the
+    first starting with `sep`), made as the parts come."""
+    batch: list[str] = []
+    size = 0
+    first = True
+    for part in parts:
+        batch.append(part)
+        size += len(part)
+        if len(batch) >= PRINTED_LINES or size >= _PIECE_CHARS:
+            yield ("" if first else sep) + sep.join(batch)
+            first, batch, size = False, [], 0
+    if batch or first:
+        yield ("" if first else sep) + sep.join(batch)
 
 
 # --------------------------------------------------------------------------- html
@@ -427,47 +480,59 @@ def _versions(side: dict[str, Any]) -> str:
 
 def render_html(report: FlipReport) -> str:
     """One self-contained page: inline CSS, no script, no external asset."""
+    return "".join(html_pieces(report))
+
+
+def html_pieces(report: FlipReport) -> Iterator[str]:
+    """`render_html`'s text in pieces (each cut before a line break), each flip's article made as it comes."""
+    title = f"judge-replay diff {report.run_a} → {report.run_b}"
+    parts = _joined(_html_parts(report))
+    yield (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+           f'<meta name="viewport" content="width=device-width,initial-scale=1"><title>{_e(title)}</title>'
+           f"<style>{_CSS}</style></head><body>\n") + next(parts)
+    yield from parts
+    yield "\n</body></html>\n"
+
+
+def _html_parts(report: FlipReport) -> Iterator[str]:
+    """The page's body, part by part (the page joins them with line breaks)."""
     groups = by_cause(report)
     chips = "".join(f'<a class="chip" href="#cause-{_e(c.replace("+", "-"))}"><b>{len(fs)}</b>{_e(c)}</a>'
                     for c, fs in groups)
-    body = [f'<header><h1>Verdict flips: <code>{_e(report.run_a)}</code> → <code>{_e(report.run_b)}</code></h1>']
-    body += [f'<p class="note"><b>{_e(note)}</b></p>' for note in report.notes]
+    yield f'<header><h1>Verdict flips: <code>{_e(report.run_a)}</code> → <code>{_e(report.run_b)}</code></h1>'
+    yield from (f'<p class="note"><b>{_e(note)}</b></p>' for note in report.notes)
     if _prompt_line(report):
-        body.append(f'<p class="meta">{_e(_prompt_line(report))}</p>')
+        yield (f'<p class="meta">{_e(_prompt_line(report))}</p>')
     runs = report.runs
     if runs:
-        body.append(f'<p class="meta">model A {_e(runs["a"].get("model"))} · model B {_e(runs["b"].get("model"))}</p>')
+        yield (f'<p class="meta">model A {_e(runs["a"].get("model"))} · model B {_e(runs["b"].get("model"))}</p>')
     if report.controlled_runs:
-        body.append('<p class="meta">other runs used to tell the causes apart:</p><ul class="tight meta">'
+        yield ('<p class="meta">other runs used to tell the causes apart:</p><ul class="tight meta">'
                     + "".join(f"<li>{_e(line)}</li>" for line in _controlled_lines(report)) + "</ul>")
-    body.append(f'<p class="meta">{_e(_counts_line(report))}</p><div class="chips">{chips}</div>')
+    yield (f'<p class="meta">{_e(_counts_line(report))}</p><div class="chips">{chips}</div>')
     if report.prompt.get("changed"):  # once here, not in every flip: it is the same for all of them
-        body.append(f'<details id="prompt" open><summary>what differs between the prompts</summary>'
+        yield (f'<details id="prompt" open><summary>what differs between the prompts</summary>'
                     f'<ul class="tight">{"".join(f"<li>{i}</li>" for i in _prompt_items(report.prompt))}</ul></details>')
-    body.append("</header><main>")
+    yield ("</header><main>")
     if not report.flips:
-        body.append("<h2>No verdict moved</h2>")
+        yield ("<h2>No verdict moved</h2>")
     for cause, flips in groups:
-        body.append(f'<section id="cause-{_e(cause.replace("+", "-"))}"><h2>{_e(cause)} '
+        yield (f'<section id="cause-{_e(cause.replace("+", "-"))}"><h2>{_e(cause)} '
                     f"<small>({len(flips)}) {_e(CAUSE_TITLES[cause])}</small></h2>")
-        body.extend(_html_flip(f) for f in flips)
-        body.append("</section>")
+        yield from (_html_flip(f) for f in flips)
+        yield ("</section>")
     if report.held_despite_page_change:
-        body.append(f"<h2>Held despite a page change <small>({len(report.held_despite_page_change)})</small></h2>"
+        yield (f"<h2>Held despite a page change <small>({len(report.held_despite_page_change)})</small></h2>"
                     "<ul>" + "".join(f"<li><b>{_e(h['id'])}</b> <span class=\"small\">{_e(h['file'])}</span> stayed "
                                      f"{_badge(h['verdict'])} — {_e(h['url'])}: {_e(h['where'])}</li>"
                                      for h in report.held_despite_page_change) + "</ul>")
     if report.unpaired:
-        body.append(f"<h2>Unpaired <small>({len(report.unpaired)})</small></h2><ul>"
+        yield (f"<h2>Unpaired <small>({len(report.unpaired)})</small></h2><ul>"
                     + "".join(f"<li>{_e(u['file'])} <b>{_e(u['id'])}</b> only in {_e(u['only_in'].upper())}</li>"
                               for u in report.unpaired) + "</ul>")
     if report.confirm_commands:
-        body.append("<h2>To confirm causes</h2><pre class=\"cmd\">" + _e("\n".join(report.confirm_commands)) + "</pre>")
-    body.append("</main>")
-    title = f"judge-replay diff {report.run_a} → {report.run_b}"
-    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width,initial-scale=1"><title>{_e(title)}</title>'
-            f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+        yield ("<h2>To confirm causes</h2><pre class=\"cmd\">" + _e("\n".join(report.confirm_commands)) + "</pre>")
+    yield ("</main>")
 
 
 flip_article = _html_flip

@@ -4,14 +4,16 @@ run folder replaced as a whole at the end (`_runfolder`)."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import platform
 import shutil
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -20,14 +22,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 from . import _secrets
 from ._commands import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT, canonical_endpoint, is_loopback, judge_command
 from ._config import project_prices
-from ._cost import with_costs
+from ._cost import Price, file_cost, total_usd
 from ._errors import InputError, RecordingFailed, ReplayError, UsageError
 from ._io import (
+    atomic_write_chunks,
     atomic_write_text,
     display_path,
+    dump_json,
     load_claims,
     load_claims_batch,
-    load_results,
+    load_compact_results,
     portable_path,
     read_json,
     write_model,
@@ -42,10 +46,13 @@ from ._records import (
     ClaimsBatch,
     ClaimsFileEntry,
     FileResult,
+    HeldFiles,
     ResultsFile,
     RunManifest,
     RunMode,
     RunStats,
+    held,
+    restored,
 )
 from ._runfolder import RunFolderWriter, recover
 from ._runs import MANIFEST, PROMPT, RESULTS, Run, cassette_name
@@ -94,7 +101,13 @@ class _LiveHttp:
 # --------------------------------------------------------------------------- public entry points
 
 
-def run_judge(
+def run_judge(prompt_name_or_path: str | None, claims_paths: list[str | Path], run_dir: str | Path | None,
+              mode: RunMode, **options: Any) -> ResultsFile:
+    """`judged_run`'s results as one results file (every file's results held at once)."""
+    return judged_run(prompt_name_or_path, claims_paths, run_dir, mode, **options).whole()
+
+
+def judged_run(
     prompt_name_or_path: str | None,
     claims_paths: list[str | Path],
     run_dir: str | Path | None,
@@ -111,7 +124,7 @@ def run_judge(
     max_turns: int = 12,
     retry_failed: bool = False,
     route: ModelRoute | None = None,
-) -> ResultsFile:
+) -> RunResults:
     """Run the judge over every claims batch: live, recording into `run_dir`, or replaying `run_dir`.
 
     Live and record write `prompt.md`, `results.json` and `run.json` (record also one cassette per
@@ -122,6 +135,9 @@ def run_judge(
     raises RecordingFailed and writes nothing. `retry_failed`: record only the files that failed in
     `run_dir` (and files new to it), keeping the others as they were recorded. `route`: how model
     requests travel (`ModelRoute`: prompt caching, `--batch`); None: direct, without cache breakpoints.
+    Memory holds one conversation per worker: each claims batch until its conversation starts and each
+    file's results once it ended are held compactly (`HeldClaims`, `_records.HeldFiles`), results.json is
+    written one file's results at a time, and the results come back the same way (`RunResults`).
     """
     if concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, not {concurrency}")
@@ -132,9 +148,9 @@ def run_judge(
         recover(Path(run_dir))
         run = Run(run_dir)
         if prompt_name_or_path is None and not claims_paths:
-            return replay_run(run, concurrency=concurrency, progress=progress)
+            return replayed_run(run, concurrency=concurrency, progress=progress)
         prompt = load_prompt(prompt_name_or_path) if prompt_name_or_path else _run_prompt(run)
-        batches = load_claims(list(claims_paths)) if claims_paths else _run_claims(run)
+        batches = _held_claims(load_claims(list(claims_paths))) if claims_paths else _run_claims(run)
         return _replay(run, prompt, batches, concurrency=concurrency, progress=progress)
 
     if prompt_name_or_path is None:
@@ -148,7 +164,7 @@ def run_judge(
     _recorded_at()  # a bad SOURCE_DATE_EPOCH stops the run now, not after it was paid for
     prices = project_prices()  # and so does a bad [tool.judge-replay.prices]
     prompt = load_prompt(prompt_name_or_path)
-    batches = load_claims(list(claims_paths))
+    batches = _held_claims(load_claims(list(claims_paths)))
     pages_run = Run(pages_from) if pages_from is not None else None
     key = _api_key(api_key, anthropic_base_url)
 
@@ -194,23 +210,32 @@ def run_judge(
                 )
         finally:
             _close(sessions)  # after the recorder let go: ending a session is never recorded
-        by_file = {f.file: f for f in judged}
         batched = route is not None and route.batch is not None
         previous_batch_ids = Run(run_dir).manifest.batch_ids if kept and run_dir is not None else None
-        files = [_priced_as(kept[b.file][0], previous_batch_ids is not None) if b.file in kept
-                 else _priced_as(by_file[b.file], batched) for _, b in batches]
+        kept_batched = previous_batch_ids is not None
         resumable = route is not None and route.command_choices()["resume"]
         _refuse_all_failed(judged, rerecord_command(), resumable=resumable)
         recorded_at = _recorded_at()
-        results = ResultsFile(prompt=prompt.name, prompt_sha256=prompt.sha256, model=model,
-                              recorded_at=recorded_at, files=files, frozen=frozen, stand_ins=sorted(stand_ins))
-        results = with_costs(results, batch=batched, prices=prices)
+
+        def files() -> Iterator[FileResult]:
+            """Each claims file's results in claims order, priced (the kept ones billed as they were)."""
+            judged_now = iter(judged)
+            for _, b in batches:
+                result = (_priced_as(kept[b.file][0], kept_batched) if b.file in kept
+                          else _priced_as(next(judged_now), batched))
+                yield _costed(result, model, batch=batched, prices=prices)
+
+        costs, tokens = _costs_and_tokens(files())
+        results = RunResults(ResultsFile(prompt=prompt.name, prompt_sha256=prompt.sha256, model=model,
+                                         recorded_at=recorded_at, files=[], frozen=frozen,
+                                         stand_ins=sorted(stand_ins), cost_usd=total_usd(costs)), files)
         if writer is not None:
             stats = _stats(recorder, judged, counted_by_recorder=not isinstance(recorder, _LiveHttp))
             stats.learn_retries = sum(learn.retries for learn in sessions)
             for _, (_, kept_stats) in kept.items():
                 _add_counts(stats, kept_stats)
-            _add_tokens(stats, files)
+            for name, count in tokens.items():
+                setattr(stats, name, count)
             manifest = RunManifest(
                 run_id=writer.run.name,
                 prompt=prompt.name,
@@ -229,15 +254,15 @@ def run_judge(
                 batch_ids=_run_batch_ids(previous_batch_ids, route.batch_ids if route else None),
                 cache=route.cache if route else False,
                 max_cost_usd=route.budget.limit_usd if route and route.budget else None,
-                cost_usd=results.cost_usd,
+                cost_usd=results.header.cost_usd,
             )
-            for entry, priced in zip(manifest.claims, results.files, strict=True):
-                entry.cost_usd = priced.cost_usd
+            for entry, cost in zip(manifest.claims, costs, strict=True):
+                entry.cost_usd = cost
             for file in kept:
                 name = cassette_name(file)
                 shutil.copy2(writer.run / name, writer.staging / name)
             atomic_write_text(writer.staging / PROMPT, prompt.text)
-            write_model(writer.staging / RESULTS, results)
+            results.write(writer.staging / RESULTS)
             write_model(writer.staging / MANIFEST, manifest)  # last: a staging folder with run.json is whole
             writer.commit()
     if writer is not None and mode == "record":
@@ -264,9 +289,9 @@ def stored_endpoint(url: str, default_port: int) -> str:
     return canonical_endpoint(scrub_text(url), default_port)
 
 
-def failed_files(results: ResultsFile) -> list[FileResult]:
+def failed_files(files: Iterable[FileResult]) -> list[FileResult]:
     """The claims files to record again: their conversation failed, or a claim of theirs has no verdict."""
-    return [f for f in results.files if needs_recording_again(f)]
+    return [f for f in files if needs_recording_again(f)]
 
 
 def needs_recording_again(result: FileResult) -> bool:
@@ -282,7 +307,7 @@ def _remember_secrets(api_key: str | None, *urls: str | None) -> None:
         _secrets.remember_url(url)
 
 
-def _refuse_all_failed(judged: list[FileResult], rerecord: str, *, resumable: bool = False) -> None:
+def _refuse_all_failed(judged: HeldFiles, rerecord: str, *, resumable: bool = False) -> None:
     """A recording where no claim got a verdict (every file failed, as a whole or claim by claim) is not
     a run: RecordingFailed, nothing written (`resumable`: the batches it submitted are journaled)."""
     from ._judge import NO_VERDICT
@@ -298,7 +323,7 @@ def _refuse_all_failed(judged: list[FileResult], rerecord: str, *, resumable: bo
         )
 
 
-def _kept_from(run: Run, prompt: Prompt, model: str, batches: list[tuple[Path, ClaimsBatch]], learn_url: str,
+def _kept_from(run: Run, prompt: Prompt, model: str, batches: list[tuple[Path, HeldClaims]], learn_url: str,
                base_url: str | None) -> dict[str, tuple[FileResult, RunStats]]:
     """For --retry-failed: the files of `run` that succeeded and are kept as recorded (their results and
     counters), when the prompt, the model, the endpoints and the claims file are the ones they were
@@ -362,11 +387,16 @@ def _index_pages(run: Run, pages_read: Any = None) -> None:
         print(f"judge-replay: warning: page store not updated ({exc})", file=sys.stderr)
 
 
-def replay_run(run: Run | str | Path, *, concurrency: int = 4, progress: bool = False,
-               use_receipt: bool = True, batched: dict[str, bool | None] | None = None) -> ResultsFile:
+def replay_run(run: Run | str | Path, **options: Any) -> ResultsFile:
+    """`replayed_run`'s results as one results file (every file's results held at once)."""
+    return replayed_run(run, **options).whole()
+
+
+def replayed_run(run: Run | str | Path, *, concurrency: int = 4, progress: bool = False,
+                 use_receipt: bool = True, batched: dict[str, bool | None] | None = None) -> RunResults:
     """Replay a run folder offline from its manifest (its prompt.md, its claims files, its URLs).
 
-    Returns the ResultsFile the replay produced; writes nothing but its receipt (`_receipts`). A
+    Returns the results the replay produced; writes nothing but its receipt (`_receipts`). A
     request the cassettes do not hold raises CassetteMiss. `use_receipt=False` always replays in full
     (what `cassettes verify` does); `batched`: per file, whether results.json says it was billed through
     Message Batches, when the caller has read results.json already."""
@@ -379,18 +409,18 @@ def replay_run(run: Run | str | Path, *, concurrency: int = 4, progress: bool = 
 
 
 def _replay(
-    run: Run, prompt: Prompt, batches: list[tuple[Path, ClaimsBatch]], *, concurrency: int, progress: bool,
+    run: Run, prompt: Prompt, batches: list[tuple[Path, HeldClaims]], *, concurrency: int, progress: bool,
     use_receipt: bool = True, batched: dict[str, bool | None] | None = None,
-) -> ResultsFile:
+) -> RunResults:
     """Replay `batches` from `run`'s cassettes; or, when a receipt says a full replay of exactly these
     inputs with exactly this code produced them (`_receipts`), give those results (with the progress
     lines a full replay prints) without running the SDK."""
-    if batched is None:  # priced per file as it was billed; results.json read here and not kept
-        batched = {f.file: f.batch for f in load_results(run.path).files}
+    if batched is None:  # priced per file as it was billed; results.json read here (compact) and not kept
+        batched = {f.file: f.batch for f in load_compact_results(run.path).header.files}
     receipt = receipt_for(run, prompt, batches)
     receipted = receipt.files() if receipt is not None and use_receipt else None
     if receipted is not None:
-        with RunProgress(len(batches), sum(len(b.claims) for _, b in batches), enabled=progress) as bar:
+        with RunProgress(len(batches), sum(b.count for _, b in batches), enabled=progress) as bar:
             for result in receipted:
                 bar.file_done(result)
         return _replayed_results(run, prompt, receipted, batched)
@@ -404,8 +434,8 @@ def _replay(
     return _replayed_results(run, prompt, files, batched)
 
 
-def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, ClaimsBatch]], *, concurrency: int,
-                    progress: bool) -> tuple[list[FileResult], bool]:
+def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, HeldClaims]], *, concurrency: int,
+                    progress: bool) -> tuple[HeldFiles, bool]:
     """(the replayed results, whether a request was found only through a secret: `found_by_secret`)."""
     from ._recorder import HttpRecorder
 
@@ -429,19 +459,26 @@ def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, ClaimsBa
     return files, recorder.found_by_secret
 
 
-def _replayed_results(run: Run, prompt: Prompt, files: list[FileResult], batched: dict[str, bool | None]) -> ResultsFile:
-    """A replay's results file: each file priced as it was billed (`batched`: per file, as recorded),
-    by the current price table."""
+def _replayed_results(run: Run, prompt: Prompt, replayed: HeldFiles, batched: dict[str, bool | None]) -> RunResults:
+    """A replay's results: each file priced as it was billed (`batched`: per file, as recorded; the run's
+    batch discount for a file that does not say), by the current price table."""
     m = run.manifest
-    files = [f.model_copy(update={"batch": batched.get(f.file)}) for f in files]
-    replayed = ResultsFile(prompt=m.prompt, prompt_sha256=prompt.sha256, model=m.model, recorded_at=m.recorded_at,
-                           files=files, stand_ins=list(m.stand_ins))
-    return with_costs(replayed, batch=m.batch_ids is not None, prices=project_prices())  # as the recording was billed
+    prices = project_prices()
+
+    def files() -> Iterator[FileResult]:
+        for result in replayed:
+            yield _costed(result.model_copy(update={"batch": batched.get(result.file)}), m.model,
+                          batch=m.batch_ids is not None, prices=prices)
+
+    costs, _ = _costs_and_tokens(files())
+    return RunResults(ResultsFile(prompt=m.prompt, prompt_sha256=prompt.sha256, model=m.model,
+                                  recorded_at=m.recorded_at, files=[], stand_ins=list(m.stand_ins),
+                                  cost_usd=total_usd(costs)), files)
 
 
 def _judge_all(
     prompt: Prompt,
-    batches: list[tuple[Path, ClaimsBatch]],
+    batches: list[tuple[Path, HeldClaims]],
     recorder: _Recorder,
     sessions: list[LearnClient],
     *,
@@ -456,8 +493,9 @@ def _judge_all(
     stand_ins: set[str],
     end_sessions: bool,
     route: ModelRoute | None = None,
-) -> list[FileResult]:
-    """One conversation per batch on a thread pool; results in batch order. The first ReplayError (or
+) -> HeldFiles:
+    """One conversation per batch on a thread pool; results in batch order, each held compactly once its
+    conversation ends (`_records.held`), as is the batch until it starts. The first ReplayError (or
     any unexpected error) cancels what has not started and is raised once running ones finish. A Ctrl-C
     also ends the running conversations at their next model call, unsaved: only whole conversations
     reach a cassette. Each conversation's Learn client that ends its session is added to `sessions`, for
@@ -475,7 +513,8 @@ def _judge_all(
         if stopping.is_set():
             raise KeyboardInterrupt  # a BaseException: the SDK does not wrap or retry it
 
-    def judge_one(batch: ClaimsBatch) -> FileResult:
+    def judge_one(claims: HeldClaims) -> FileResult:
+        batch = claims.batch()
         learn = LearnClient(learn_url, max_retries=MAX_RETRIES if max_retries else 0, end_session=end_sessions,
                             shown_url=stored_endpoint(learn_url, LEARN_STAND_IN_PORT))
         if not end_sessions:  # nothing to end: closed with its conversation, so memory holds no client per file
@@ -499,8 +538,8 @@ def _judge_all(
         finally:
             client.close()
 
-    results: list[FileResult | None] = [None] * len(batches)
-    total_claims = sum(len(b.claims) for _, b in batches)
+    results: list[bytes | FileResult | None] = [None] * len(batches)
+    total_claims = sum(b.count for _, b in batches)
     rounds = route.running(len(batches), api_key=api_key, base_url=base_url) if route else nullcontext()
     with rounds, RunProgress(len(batches), total_claims, enabled=progress) as bar:
         pool = ThreadPoolExecutor(max_workers=min(route.workers(concurrency) if route else concurrency,
@@ -510,7 +549,7 @@ def _judge_all(
             futures: dict[Future[FileResult], int] = {pool.submit(judge_one, b): i for i, (_, b) in enumerate(batches)}
             for future in as_completed(futures):
                 result = future.result()  # re-raises a ReplayError from the conversation
-                results[futures[future]] = result
+                results[futures.pop(future)] = held(result)
                 bar.file_done(result)
         except KeyboardInterrupt:
             stopping.set()
@@ -519,7 +558,7 @@ def _judge_all(
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-    return [r for r in results if r is not None]
+    return HeldFiles.of_held([r for r in results if r is not None])
 
 
 def _close(sessions: list[LearnClient]) -> None:
@@ -639,7 +678,7 @@ def _run_prompt(run: Run) -> Prompt:
     return prompt
 
 
-def _run_claims(run: Run) -> list[tuple[Path, ClaimsBatch]]:
+def _run_claims(run: Run) -> list[tuple[Path, HeldClaims]]:
     """The claims files a run recorded, found where they were and unchanged (or an InputError saying not)."""
     out = []
     for entry in run.manifest.claims:
@@ -655,14 +694,14 @@ def _run_claims(run: Run) -> list[tuple[Path, ClaimsBatch]]:
         batch = load_claims_batch(path)
         if batch.file != entry.file:
             raise InputError(path, f"is about {batch.file!r}, but run {run.path} recorded it for {entry.file!r}")
-        out.append((path, batch))
+        out.append((path, HeldClaims.of(batch)))
     return out
 
 
 # --------------------------------------------------------------------------- what the run folder records
 
 
-def _claims_entry(path: Path, batch: ClaimsBatch) -> ClaimsFileEntry:
+def _claims_entry(path: Path, batch: HeldClaims) -> ClaimsFileEntry:
     return ClaimsFileEntry(file=batch.file, path=portable_path(path), sha256=_sha256_file(path),
                            cassette=cassette_name(batch.file))
 
@@ -681,16 +720,105 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _stats(recorder: _Recorder, files: list[FileResult], *, counted_by_recorder: bool) -> RunStats:
+def _stats(recorder: _Recorder, files: HeldFiles, *, counted_by_recorder: bool) -> RunStats:
     """The counters of what was judged now: the recorder's, or (plain live mode) counted from the results."""
     if counted_by_recorder:
         return recorder.stats.model_copy()
-    return RunStats(model_calls=sum(f.turns or 0 for f in files),
-                    learn_calls=sum(len(f.tool_calls or []) for f in files))
+    stats = RunStats()
+    for f in files:
+        stats.model_calls += f.turns or 0
+        stats.learn_calls += len(f.tool_calls or [])
+    return stats
 
 
-def _add_tokens(stats: RunStats, files: list[FileResult]) -> None:
-    """Token counters of the whole run, as the API reported them (cache writes and reads beside the rest)."""
-    for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
-                 "cache_write_1h_tokens"):
-        setattr(stats, name, sum(getattr(f.usage, name) for f in files if f.usage))
+_TOKENS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+           "cache_write_1h_tokens")
+
+
+def _costs_and_tokens(files: Iterable[FileResult]) -> tuple[list[float | None], dict[str, int]]:
+    """Each file's `cost_usd`, and the run's token counters as the API reported them (cache writes and
+    reads beside the rest): one pass over the files."""
+    costs: list[float | None] = []
+    tokens = dict.fromkeys(_TOKENS, 0)
+    for f in files:
+        costs.append(f.cost_usd)
+        if f.usage:
+            for name in _TOKENS:
+                tokens[name] += getattr(f.usage, name)
+    return costs, tokens
+
+
+def _costed(result: FileResult, model: str, *, batch: bool, prices: Mapping[str, Price]) -> FileResult:
+    """A file's results with `cost_usd` priced now from its usage, as `_cost.with_costs` prices each file."""
+    return result.model_copy(update={"cost_usd": file_cost(result, model, batch=batch, prices=prices)})
+
+
+# --------------------------------------------------------------------------- what a run holds
+
+
+@dataclass(frozen=True)
+class HeldClaims:
+    """A claims batch as a run holds it until its conversation starts (`batch()`): its file's name, how
+    many claims it has, and the batch `held` (compact)."""
+
+    file: str
+    count: int
+    kept: bytes | ClaimsBatch
+
+    @classmethod
+    def of(cls, batch: ClaimsBatch) -> HeldClaims:
+        return cls(batch.file, len(batch.claims), held(batch))
+
+    def batch(self) -> ClaimsBatch:
+        return restored(self.kept, ClaimsBatch)
+
+
+def _held_claims(batches: list[tuple[Path, ClaimsBatch]]) -> list[tuple[Path, HeldClaims]]:
+    return [(path, HeldClaims.of(batch)) for path, batch in batches]
+
+
+@dataclass(frozen=True)
+class RunResults:
+    """A run's results as the runner gives them: the results file's own fields (`header`, its `files`
+    empty, its `cost_usd` the files' total) and its files, read one at a time (`files()`: `read_files`
+    called again), so that a run's verdicts are never all objects at once. `whole()` is the results file."""
+
+    header: ResultsFile
+    read_files: Callable[[], Iterator[FileResult]]
+
+    def files(self) -> Iterator[FileResult]:
+        return self.read_files()
+
+    def whole(self) -> ResultsFile:
+        return self.header.model_copy(update={"files": list(self.files())})
+
+    def write(self, path: str | Path) -> None:
+        """Write the results file atomically, the text `write_model(path, self.whole())` writes, one
+        file's results at a time."""
+        atomic_write_chunks(path, results_json(self.header, self.files()))
+
+
+_FILES_KEY = '\n  "files": []'
+"""How `dump_json` writes a results file's empty `files`: a key of the top object (2 spaces), which no
+string can hold (a line break in a JSON string is escaped)."""
+
+
+def results_json(header: ResultsFile, files: Iterable[FileResult]) -> Iterator[str]:
+    """The text `write_model` writes for `header` with these `files` (`header.files` ignored), in pieces:
+    the fields up to the files, then each file's results (its own `dump_json`, indented two levels
+    deeper, as `json.dumps(indent=2)` nests it), then the rest. Each piece after the first starts with
+    a line break (after the `,` ending the line before), where `atomic_write_chunks` may cut."""
+    text = dump_json(header.model_copy(update={"files": []}).model_dump(mode="json", exclude_none=False))
+    results = iter(files)
+    first = next(results, None)
+    if first is None:
+        yield text
+        return
+    before, key, after = text.partition(_FILES_KEY)
+    assert key, "a results file always has its files"
+    yield before + _FILES_KEY[:-1]
+    separator = "\n    "
+    for result in itertools.chain([first], results):
+        yield separator + dump_json(result.model_dump(mode="json", exclude_none=False))[:-1].replace("\n", "\n    ")
+        separator = ",\n    "
+    yield "\n  ]" + after

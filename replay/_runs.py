@@ -73,7 +73,7 @@ def _check_cassette_names(manifest: RunManifest, path: Path) -> None:
                                    f"file name may be ({MAX_FILE_NAME_BYTES} bytes)")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PageVersion:
     """One version of a Learn page as a run's judge read it."""
 
@@ -149,6 +149,11 @@ class Run:
         same pages."""
         return {}
 
+    @cached_property
+    def _versions(self) -> dict[PageVersion, PageVersion]:
+        """Every page version read so far, kept once."""
+        return {}
+
     def _kept(self, text: str) -> tuple[str, str]:
         """(the one copy of this page text, its sha256)."""
         kept = self._page_texts.get(text)
@@ -186,11 +191,13 @@ class Run:
         for call in calls:
             if call.tool != FETCH_TOOL or "url" not in call.arguments:
                 continue
-            url = str(call.arguments["url"])
+            url = sys.intern(str(call.arguments["url"]))
             if call.page_missing:
-                yield normalise_learn_url(url), PageVersion(url, None, None, no_page_reason(call.text, call.is_error))
+                version = PageVersion(url, None, None, no_page_reason(call.text, call.is_error))
             else:
-                yield normalise_learn_url(url), PageVersion(url, self._kept(call.text)[1], call.text)
+                version = PageVersion(url, self._kept(call.text)[1], call.text)
+            # held once, however many conversations fetched it (a run's thousands of fetches read a few pages)
+            yield sys.intern(normalise_learn_url(url)), self._versions.setdefault(version, version)
 
     def forget_claims(self) -> None:
         """Let go of the claims kept of the conversations read (`claims` reads them again if asked): for a
@@ -280,7 +287,7 @@ def prompt_texts(request: object) -> list[str]:
     return texts
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Conversation:
     """What one cassette says besides its exchanges: its Learn calls, in order, and the claims batch its
     first model request rendered (None when none carries one; empty when it does not read as claims)."""

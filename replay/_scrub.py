@@ -11,8 +11,9 @@ secret, never what merely looks like one:
   registry) and the values of this cassette's own credential headers and URI credentials (so a key a
   server echoes in a 401 body goes, whatever its shape). They are removed from every string of the
   parsed body (`_bodies.map_strings`), from URIs and from header values. A body is parsed only when one
-  scan (`scan_text`, `Redactor.may_occur`) says a value may be in it; that scan finds everything the
-  parsed pass would (tests/test_scrub_scan.py).
+  scan (`may_hold`: `Redactor.may_occur` over the body, or over `scan_text` where an escape may hide a
+  value) says a value may be in it; that scan finds everything the parsed pass would
+  (tests/test_scrub_scan.py, tests/test_record_speed_scrub.py).
 Page text is never rewritten: a Learn page that quotes an example SAS URL, a sample JWT or a key in a
 code sample is public documentation, stored exactly as received, so hashes, quotes and
 `quote_verified` agree between live, record and replay.
@@ -88,9 +89,14 @@ SECRET_FIELDS = frozenset(
 
 def scrub_interactions(interactions: list[Interaction]) -> list[Interaction]:
     """Copies of the interactions of one cassette with no known secret (see the module docstring)."""
-    values = [value for it in interactions for value in _own_secrets(it)]
-    redactor = registry().extended(values)
+    redactor = cassette_redactor(interactions)
     return [scrub_interaction(it, redactor) for it in interactions]
+
+
+def cassette_redactor(interactions: list[Interaction]) -> Redactor:
+    """What `scrub_interactions` removes by value from a cassette: the user's secrets (`_secrets`) and
+    the values the cassette's own credential headers and URIs carry."""
+    return registry().extended([value for it in interactions for value in _own_secrets(it)])
 
 
 def _own_secrets(it: Interaction) -> list[str]:
@@ -101,34 +107,38 @@ def _own_secrets(it: Interaction) -> list[str]:
     return [v for v in found if len(v) >= 8 and _looks_random(re.sub(r"[^A-Za-z0-9]", "", v))]
 
 
-def scrub_interaction(it: Interaction, redactor: Redactor | None = None) -> Interaction:
+def scrub_interaction(it: Interaction, redactor: Redactor | None = None, *,
+                      keep: tuple[bool, bool] = (False, False)) -> Interaction:
     """A copy of one interaction with credential headers and URI credentials removed by name and the
     `redactor`'s values (default: the user's secrets and this interaction's credential headers) removed
-    from every string."""
+    from every string. `keep`: whether the request and the response body are taken as they are, not
+    looked at (the caller knows the pass would not change them: `_cassette.normalise_recording`)."""
     if redactor is None:
         redactor = registry().extended(_own_secrets(it))
     fix = redactor.redact
 
-    def scrubbed_body(body: str | None, headers: dict[str, list[str]]) -> str | None:
+    def scrubbed_body(body: str | None, headers: dict[str, list[str]], kept: bool) -> str | None:
         """The body with `fix` applied to its strings. Parsed only when a known value may be in it, or
         when it is SSE: map_strings writes an event's `data: ` line back with a second space, which the
         cassettes written so far hold (normalising a recording takes it out again; skipping the parse
         here would change the bytes of every cassette written while a secret is known)."""
-        content_type = _content_type(headers)
-        if not body or not redactor:
+        if kept or not body or not redactor:
             return body
-        if not is_sse(body, content_type) and not redactor.may_occur(scan_text(body)):
+        content_type = content_type_of(headers)
+        if not is_sse(body, content_type) and not may_hold(body, redactor):
             return body
         return map_strings(body, content_type, fix)
 
-    # The URI and header values are short: one look at them all says whether `fix` can change any.
-    short = [it.uri, *(v for headers in (it.request_headers, it.response_headers) for vs in headers.values() for v in vs)]
+    # The URI and header values are short: one look at them all says whether `fix` can change any (those
+    # of credential headers are replaced by name whatever they hold).
+    short = [it.uri, *(v for headers in (it.request_headers, it.response_headers) for name, vs in headers.items()
+                       if name.lower() not in SECRET_HEADERS for v in vs)]
     fix_short = fix if redactor.contains("\n".join(short)) else _unchanged
     return replace(
         it,
         uri=scrub_url(fix_short(it.uri)),
-        request_body=scrubbed_body(it.request_body, it.request_headers),
-        response_body=scrubbed_body(it.response_body, it.response_headers) or "",
+        request_body=scrubbed_body(it.request_body, it.request_headers, keep[0]),
+        response_body=scrubbed_body(it.response_body, it.response_headers, keep[1]) or "",
         request_headers=scrub_headers(it.request_headers, fix_short),
         response_headers=scrub_headers(it.response_headers, fix_short),
     )
@@ -136,6 +146,42 @@ def scrub_interaction(it: Interaction, redactor: Redactor | None = None) -> Inte
 
 def _unchanged(text: str) -> str:
     return text
+
+
+def holds_no_secret(body: str | None, redactor: Redactor) -> bool:
+    """Whether no string of `body` (as `scrub_interaction` passes them to the redactor: each JSON string,
+    each line of an event stream, the text) holds a value of `redactor`: one scan, nothing parsed."""
+    return not body or not redactor or not may_hold(body, redactor)
+
+
+def may_hold(body: str, redactor: Redactor) -> bool:
+    """Whether a string of `body` may hold a value of `redactor`: `redactor.may_occur(scan_text(body))`,
+    with no escape decoded where none can hide a form. A JSON string holding a form writes each of its
+    characters as itself, or as the escaped form looked for writes it, or as another escape: only
+    where one of those is an escape of a character of a form (`_form_escapes`) must escapes be decoded
+    (a request to the model escapes thousands of characters, each a page's non-ASCII letter)."""
+    escapes = _form_escapes(redactor.characters)
+    if escapes is not None and escapes.isdisjoint(_ASCII_ESCAPE.findall(body)):
+        return redactor.may_occur(body)
+    return redactor.may_occur(scan_text(body))
+
+
+_ASCII_ESCAPE = re.compile(r"\\(?:u00[2-7][0-9a-fA-F]|/)")
+"""A JSON escape that may stand for a printable ASCII character (`\\/`, `\\u0020` to `\\u007F`)."""
+
+
+@functools.lru_cache(maxsize=16)
+def _form_escapes(characters: str) -> frozenset[str] | None:
+    """Every JSON escape (`\\/`, `\\u00XX` in any case) of one of `characters`, when they are printable
+    ASCII (a key's); None otherwise (then any escape may hide one)."""
+    if not (characters.isascii() and characters.isprintable()):
+        return None
+    escapes = {"\\/"} if "/" in characters else set()
+    for char in characters:
+        code = f"{ord(char):02x}"
+        high, low = code[0], code[1]
+        escapes.update(f"\\u00{h}{l}" for h in {high, high.upper()} for l in {low, low.upper()})
+    return frozenset(escapes)
 
 
 @functools.lru_cache(maxsize=32)
@@ -147,7 +193,7 @@ def scan_text(body: str) -> str:
     Escaped backslashes are masked first (as NUL pairs, left to right as JSON reads them), so that a `\\`
     then `u` is never read as an escape. (A body holding NUL is no JSON, whose strings hold no raw
     control character: map_strings fixes it as one text, the body itself.) The last texts are
-    remembered: a recording scrubs most bodies twice (before it is normalised and as it is written)."""
+    remembered: a body that may hold a value is scanned again by the second scrubbing of a recording."""
     if "\\u" not in body and "\\/" not in body:
         return body
     masked = body.replace("\\\\", "\0\0")
@@ -257,7 +303,8 @@ def _scrub_url_in_text(m: re.Match[str]) -> str:
     return scrub_url(url) + m.group(0)[len(url):]
 
 
-def _content_type(headers: dict[str, list[str]]) -> str | None:
+def content_type_of(headers: dict[str, list[str]]) -> str | None:
+    """The first `content-type` value (any case of the name), as the scrubber reads it."""
     for name, values in headers.items():
         if name.lower() == "content-type" and values:
             return values[0]

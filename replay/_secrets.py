@@ -10,7 +10,7 @@ as in a `Basic` header), each replaced by `REDACTED`.
 A `Redactor` is such a set of values; the registry is one, and the cassette writer extends it with the
 values of the credential headers of the cassette it writes (`registry().extended(values)`). Its
 `may_occur` is one cheap scan of a body for every form (also as a JSON string writes it), so that only
-a body that may hold one is parsed (`_scrub.scan_text` says what text to scan).
+a body that may hold one is parsed (`_scrub.may_hold` says what text to scan).
 
 Pattern rules (what a key *looks like*) live in `_scrub` and serve only the audit; this module only
 knows values it was given, so it never rewrites text that merely resembles a secret (a Learn page
@@ -49,7 +49,16 @@ class Redactor:
         self._forms: list[str] = []
         """Every encoded form of every value, longest first (so a longer form is replaced whole)."""
         self._looked_for: tuple[str, ...] = ()
-        """The forms, and each as `json.dumps(form, ensure_ascii=False)` writes it (what `may_occur` scans for)."""
+        """The forms, and each as `json.dumps(form, ensure_ascii=False)` writes it, but those that hold
+        another (what `may_occur` scans for)."""
+        self.characters = ""
+        """The characters an escape may hide a form behind (`_scrub.may_hold`), once each, in code point
+        order: those of the forms looked for, or of all of them when an escaped form is looked for alone."""
+        self._extensions: dict[tuple[str, ...], Redactor] = {}
+        """`extended` values -> the Redactor made of them, while this one is unchanged (a recording extends
+        the registry with the same header values for every cassette)."""
+        self._generation = 0
+        """Changes made so far (an extension made while one was made is not kept)."""
         for value in values:
             self.add(value)
 
@@ -63,20 +72,48 @@ class Redactor:
             if value in self._values:
                 return
             self._values.add(value)
+            self._generation += 1
+            self._extensions.clear()
             self._forms[:] = sorted(set(self._forms) | _encodings(value), key=len, reverse=True)
-            self._looked_for = _looked_for(self._forms)
+            looked_for = {*self._forms, *(json.dumps(form, ensure_ascii=False)[1:-1] for form in self._forms)}
+            self._looked_for = _fewest(looked_for)
+            # an escape hides a form only behind one of its characters: those of the forms looked for (each
+            # form holds one of them), unless an escaped form is looked for alone (then those of all)
+            counted = self._looked_for if set(self._looked_for) <= set(self._forms) else looked_for
+            self.characters = "".join(sorted(set("".join(counted))))
 
     def extended(self, values: Iterable[str]) -> Redactor:
         """A new Redactor holding these values and `values`."""
+        values = tuple(values)
+        with self._lock:
+            made, generation = self._extensions.get(values), self._generation
+        if made is None:
+            made = self._copy()
+            for value in values:
+                made.add(value)
+            with self._lock:
+                if self._generation == generation:  # nothing added or cleared meanwhile
+                    if len(self._extensions) >= 64:
+                        self._extensions.clear()
+                    self._extensions[values] = made
+        return made._copy()
+
+    def _copy(self) -> Redactor:
         out = Redactor()
         with self._lock:
             out._values, out._forms, out._looked_for = set(self._values), list(self._forms), self._looked_for
-        for value in values:
-            out.add(value)
+            out.characters = self.characters
         return out
 
     def __bool__(self) -> bool:
         return bool(self._forms)
+
+    def holds_all_of(self, other: Redactor) -> bool:
+        """Whether every value of `other` is one of ours (then every form it removes, we remove too)."""
+        with self._lock:
+            ours = set(self._values)
+        with other._lock:
+            return other._values <= ours
 
     def redact(self, text: str) -> str:
         """`text` with every form of every value replaced by `REDACTED`."""
@@ -100,8 +137,11 @@ class Redactor:
     def clear(self) -> None:
         with self._lock:
             self._values.clear()
+            self._generation += 1
+            self._extensions.clear()
             self._forms.clear()
             self._looked_for = ()
+            self.characters = ""
 
 
 _registry = Redactor()
@@ -164,6 +204,13 @@ def contains_secret(text: str) -> bool:
     return _registry.contains(text)
 
 
+def longest_secret_form() -> int:
+    """The length of the longest form `contains_secret` looks for (0: none): a text searched in pieces
+    that overlap by one character less finds every form the whole text holds."""
+    forms = _registry._forms
+    return len(forms[0]) if forms else 0
+
+
 def forget_all() -> None:
     """Clear the registry (for tests, and between independent runs in one process)."""
     _registry.clear()
@@ -180,9 +227,13 @@ def _encodings(value: str) -> set[str]:
     return {f for f in forms if len(f) >= MIN_LENGTH}
 
 
-def _looked_for(forms: list[str]) -> tuple[str, ...]:
-    escaped = {json.dumps(form, ensure_ascii=False)[1:-1] for form in forms}
-    return tuple(dict.fromkeys([*forms, *sorted(escaped - set(forms))]))
+def _fewest(texts: set[str]) -> tuple[str, ...]:
+    """The texts but those holding another (which occurs wherever they do): as many as `may_occur` needs."""
+    kept: list[str] = []
+    for text in sorted(texts, key=lambda t: (len(t), t)):
+        if not any(shorter in text for shorter in kept):
+            kept.append(text)
+    return tuple(kept)
 
 
 def _base64_forms(raw: bytes) -> set[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from ._io import load_results
 from ._matching import results_differences
 from ._recorder import recorders_created
 from ._records import FileResult
-from ._runner import replay_run
+from ._runner import replayed_run
 from ._runs import Run
 
 
@@ -43,11 +44,11 @@ def verify_run(run_dir: str | Path) -> VerifyReport:
     problems: list[str] = []
     try:
         with recorders_created() as recorders, every_byte_hashed():  # the check itself: in full, every byte read
-            replayed = replay_run(run, use_receipt=False, batched=batched)
+            replayed = replayed_run(run, use_receipt=False, batched=batched)
     except CassetteMiss as miss:
         return VerifyReport(str(run.path), [f"{miss.claims_file}: the replay stopped: {line}" for line in str(miss).splitlines()[1:]])
-    if not _reproduced(recorded, replayed.files):  # say how: read the recorded results again
-        problems.extend(results_differences(load_results(run.path).files, replayed.files))
+    if not _reproduced(recorded, replayed.files()):  # say how: read the recorded results again
+        problems.extend(results_differences(load_results(run.path).files, list(replayed.files())))
     recorder = next((r for r in recorders if r.mode == "replay"), None)
     unused = recorder.unused_requests() if recorder else {}
     for entry in run.manifest.claims:
@@ -58,11 +59,16 @@ def verify_run(run_dir: str | Path) -> VerifyReport:
     return VerifyReport(str(run.path), problems, recorder.recorded_interactions if recorder else 0)
 
 
-def _reproduced(recorded: dict[str, str | None], files: list[FileResult]) -> bool:
+def _reproduced(recorded: dict[str, str | None], files: Iterable[FileResult]) -> bool:
     """Whether the replay gave every recorded file's results, by their fingerprints (False: compare
-    them in full, which may still find them equal)."""
-    return {f.file for f in files} == recorded.keys() and all(
-        (found := _fingerprint(f)) is not None and found == recorded[f.file] for f in files)
+    them in full, which may still find them equal); the files read once, one at a time."""
+    replayed = set()
+    for f in files:
+        found = _fingerprint(f)
+        if found is None or f.file not in recorded or found != recorded[f.file]:
+            return False
+        replayed.add(f.file)
+    return replayed == recorded.keys()
 
 
 def _fingerprint(result: FileResult) -> str | None:

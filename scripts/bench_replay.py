@@ -19,6 +19,9 @@ requests); the first three send them through a real `httpx.Client`:
 
 A fifth line, `httpx alone`, sends the same requests through an httpx.Client whose transport answers
 at once: the HTTP client's own share, which every replay through it pays and the floor does not.
+A sixth, `judge-replay's own`, hands the same requests (built beforehand) straight to the transport
+judge-replay patches, without a client: our code alone; the rest of the judge-replay figure is the
+client's work with these requests and the recorded answers, which vcrpy's figures include as well.
 Start-up (imports, patching) is outside every figure; each is the fastest of `--repeat` passes.
 The last line of output is JSON:
     {"files", "interactions", "ms_per_request", "floor_ms_per_request",
@@ -108,6 +111,24 @@ def bench_ours(run_dir: Path, convs: list[Conversation]) -> float:
         for conv in convs:
             with rec.conversation(conv.claims_file):
                 _send_all(client, conv)
+        seconds = time.perf_counter() - t0
+    if rec.unused():
+        raise SystemExit(f"judge-replay left interactions unused: {rec.unused()}")
+    return seconds
+
+
+def bench_own(run_dir: Path, convs: list[Conversation]) -> float:
+    """Seconds of judge-replay's own code in `bench_ours`: the same requests, built beforehand (untimed),
+    handed straight to the patched transport, without a client (cassette load and index included)."""
+    transport = httpx.HTTPTransport()
+    requests = [[httpx.Request(r.method, r.uri, headers=r.headers, content=r.body) for r in conv.requests] for conv in convs]
+    with HttpRecorder("replay", run_dir) as rec:
+        t0 = time.perf_counter()
+        for conv, sent in zip(convs, requests):
+            with rec.conversation(conv.claims_file):
+                for r, request in zip(conv.requests, sent):
+                    if transport.handle_request(request).status_code != r.status:
+                        raise SystemExit(f"{conv.cassette.name}: replayed another status than recorded")
         seconds = time.perf_counter() - t0
     if rec.unused():
         raise SystemExit(f"judge-replay left interactions unused: {rec.unused()}")
@@ -206,6 +227,7 @@ def main(argv: list[str] | None = None) -> None:
     del os.environ["JUDGE_REPLAY_NO_CACHE"]
     ours_cold = per_request(cold)
     ours = per_request(lambda: bench_ours(run_dir, convs))
+    own = per_request(lambda: bench_own(run_dir, convs))
     client = per_request(lambda: bench_client(convs))
     floor = per_request(lambda: bench_floor(convs))
     plain = per_request(lambda: bench_vcrpy(convs, ("method", "uri", "json_body"), {"json_body": _json_body}))
@@ -214,6 +236,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"judge-replay        {ours:8.3f} ms/request  (cache cold {ours_cold:.3f}, cache off {ours_off:.3f})")
     print(f"floor (JSON + dict) {floor:8.3f} ms/request  -> judge-replay is {ours / floor:.1f}x the floor")
     print(f"httpx client alone  {client:8.3f} ms/request  (no cassette: the client's share of the figures above)")
+    print(f"judge-replay's own  {own:8.3f} ms/request  (the patched transport given the same requests, no client;"
+          f" the client's work with these requests and answers: {ours - own:.3f})")
     print(f"vcrpy {vcr.__version__} plain   {plain:8.3f} ms/request  -> {plain / ours:.1f}x judge-replay")
     print(f"vcrpy {vcr.__version__} body    {body:8.3f} ms/request  -> {body / ours:.1f}x judge-replay")
     print(json.dumps({"files": files, "interactions": n, "ms_per_request": round(ours, 4),

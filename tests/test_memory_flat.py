@@ -15,7 +15,7 @@ from rich.text import Text
 from replay._cassette import learn_calls, load_cassette
 from replay._errors import InputError
 from replay._flip_inputs import explain_flips, run_input
-from replay._flips import gold_labels
+from replay._flips import TEXT_EVIDENCE, TEXT_HELD, gold_labels
 from replay._gate import adoption_gate
 from replay._grading import grade_results
 from replay._io import load_compact_results, load_gold, load_results
@@ -219,14 +219,20 @@ def test_diff_explained_with_the_gold_labels_alone_is_the_report_of_the_gold_set
     assert explain_flips(Run(a.path), Run(b.path), gold_labels(gold)) == whole
 
 
-def test_the_text_report_of_flips_explained_without_diff_texts_is_the_same():
+def test_the_text_report_of_flips_explained_for_text_alone_is_the_same():
     a, b = Run(CASSETTES / "v2-demo"), Run(CASSETTES / "v3-demo-2026-09")
     whole = explain_flips(a, b)
-    lean = explain_flips(Run(a.path), Run(b.path), hunks=False)
+    lean = explain_flips(Run(a.path), Run(b.path), text_only=True)
     diffs = [page.get("diff") for flip in whole.flips for page in flip.evidence.get("pages", [])]
     assert any(diffs)  # the demo has page flips whose diff would be shown
-    assert not any(page.get("diff") for flip in lean.flips for page in flip.evidence.get("pages", []))
+    assert any(set(flip.evidence) & set(TEXT_EVIDENCE) for flip in whole.flips)  # confirmed by a sibling run
+    for held, flip in zip(lean.flips, whole.flips, strict=True):  # each keeps only what the text report reads
+        assert held.evidence == {name: flip.evidence[name] for name in TEXT_EVIDENCE if name in flip.evidence}
+        assert held.model_dump(exclude={"evidence"}) == flip.model_dump(exclude={"evidence"})
+    assert whole.held_despite_page_change
+    assert lean.held_despite_page_change == [{name: h[name] for name in TEXT_HELD} for h in whole.held_despite_page_change]
     assert render_text(lean) == render_text(whole)
+    assert lean.confirm_commands == whole.confirm_commands
 
 
 def test_diff_holds_a_run_s_claims_compact_with_every_field(run):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
@@ -12,8 +13,8 @@ from .._config import load_settings, setting
 from .._errors import UsageError
 from .._flip_inputs import explain_flips
 from .._flips import gold_labels
-from .._io import atomic_write_text, load_claims, load_gold
-from .._report_flips import render_html, render_json, render_markdown, render_text
+from .._io import atomic_write_chunks, load_claims, load_gold
+from .._report_flips import html_pieces, json_pieces, markdown_pieces, render_text, write_text
 from .._runs import Run, new_runs_folder
 
 
@@ -64,22 +65,21 @@ def command(run_a: str, run_b: str, gold_path: str | None, fmt: str, out: str | 
     labels = gold_labels(load_gold(chosen)) if chosen is not None else None  # the gold set's records let go of
     batches = [batch for _, batch in load_claims(list(claims_paths))] if claims_paths else []
     report = explain_flips(a, b, labels, extras, discover=discover, claims=batches, confirm_parent=new_runs_folder(b),
-                           hunks=fmt != "text")
+                           text_only=fmt == "text")
     report.run_a, report.run_b = run_a, run_b
     report.notes = stand_in_notes([a, b, *(Run(c["path"]) for c in report.controlled_runs)]) + report.notes
     if not confirm and fmt != "json":
         report.confirm_commands = []
-    if fmt == "json":
-        text = render_json(report)
-    elif fmt == "markdown":
-        text = render_markdown(report)
-    elif fmt == "html":
-        text = render_html(report)
-    else:
-        color = out is None and sys.stdout.isatty()
-        text = render_text(report, color=color)
+    if fmt == "text" and out is None:
+        write_text(report, lambda piece: click.echo(piece, nl=False), color=sys.stdout.isatty())
+        return
+    if fmt == "text":
+        pieces: Iterable[str] = [render_text(report)]
+    else:  # written as they are made: the report of a large run is never held as one text
+        pieces = {"json": json_pieces, "markdown": markdown_pieces, "html": html_pieces}[fmt](report)
     if out:
-        atomic_write_text(out, text)
+        atomic_write_chunks(out, pieces)
         click.echo(f"wrote {out}: {len(report.flips)} flips of {report.paired} paired claims", err=True)
     else:
-        click.echo(text, nl=False)
+        for piece in pieces:
+            click.echo(piece, nl=False)

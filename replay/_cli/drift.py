@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from .._config import setting
 from .._drift import AT_RISK_STATUSES, STATUS_ORDER, unchecked
 from .._drift_runs import drift_items, record_page_snapshot, run_drift
 from .._errors import CheckFailed, UsageError
-from .._io import dump_json, load_claims, printable
+from .._io import load_claims, model_json_pieces, printable
 from .._pagestore import PageStore, cassettes_root, store_folder
 from .._records import LEARN_MCP_URL, Claim, DriftClaim, DriftReport
 from .._render import console_for, print_table
@@ -83,7 +84,8 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
                              "cassettes, nor at the manifest's paths); their quotes alone were checked: pass "
                              "--claims PATH"), err=True)
     if as_json:
-        click.echo(dump_json(report.model_dump(mode="json")), nl=False)
+        for piece in model_json_pieces(report, "claims"):  # written as it is made: 5,000 claims are no one text
+            click.echo(piece, nl=False)
     else:
         print_report(report)
     if report.at_risk:
@@ -166,11 +168,22 @@ def claims_table(report: DriftReport) -> Table:
     table.add_column("verdict", no_wrap=True)
     table.add_column("page", overflow="fold", max_width=40)
     table.add_column("old → new", overflow="fold", ratio=1)
+    shared: dict[tuple[str | None, ...], Text] = {}  # one Text for the cells many rows repeat (status, page, change)
+
+    def cell(key: tuple[str | None, ...], make: Callable[[], Text]) -> Text:
+        found = shared.get(key)
+        if found is None:
+            found = shared[key] = make()
+        return found
+
     for status in _LISTED:
         group = [c for c in report.claims if c.status == status]
         for c in group:
-            table.add_row(Text(c.status, style=_STYLE[c.status]), Text(printable(f"{c.file}:{c.id}")),
-                          c.verdict or "-", Text(printable(_short_url(c.evidence_url))), _change(c))
+            url = _short_url(c.evidence_url)
+            change = ("change", c.old, c.new) if c.status == "value-changed" else ("note", c.note)  # what _change shows
+            table.add_row(cell(("status", c.status), lambda: Text(c.status, style=_STYLE[c.status])),
+                          Text(printable(f"{c.file}:{c.id}")), c.verdict or "-",
+                          cell(("page", url), lambda: Text(printable(url))), cell(change, lambda: _change(c)))
         if group:
             table.add_section()
     return table

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from .._errors import UsageError
 from .._gate import adoption_gate
 from .._grading import ClaimKey, grade_results
 from .._io import display_path, dump_json, load_claims, load_compact_results, load_gold, printable
-from .._records import Claim, CompactGold, CompactResults, GateDecision, Scores
+from .._records import AnyClaim, CompactGold, CompactResults, GateDecision, Scores
 from .._render import (
     console_for, gate_lines, headline, markdown_code, markdown_text, no_verdict_heading, no_verdict_lines,
     print_panels, print_table, score_tables, unmatched_lines,
@@ -79,7 +80,7 @@ def run_of(results_path: Path, run_flag: Path | None) -> Run | None:
     return Run(folder) if (folder / MANIFEST).is_file() else None
 
 
-def grade_path(path: Path, gold: CompactGold, run: Run | None, extra_claims: dict[ClaimKey, Claim],
+def grade_path(path: Path, gold: CompactGold, run: Run | None, extra_claims: Mapping[ClaimKey, AnyClaim],
                results: CompactResults | None = None) -> Graded:
     """Grade the results at `path` (`results`: those results, already loaded). Held compact: what a run
     of thousands of claims keeps in memory is one small row per verdict."""

@@ -5,17 +5,21 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from .._commands import judge_command, retry_failed_command
 from .._config import project_prices, setting
-from .._cost import CostBudget, cost_line, results_cost
+from .._cost import CostBudget, cost_line, file_cost, total_usd
 from .._errors import UsageError
-from .._io import printable, write_model
-from .._records import LEARN_MCP_URL, VERDICTS, ResultsFile
+from .._io import printable
+from .._records import LEARN_MCP_URL, VERDICTS
 from .._runs import Run
 from ._output import examples
+
+if TYPE_CHECKING:
+    from .._runner import RunResults
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 """The current Sonnet (anthropic 2.14 lists it; claude-sonnet-4-6 is legacy)."""
@@ -99,7 +103,7 @@ def command(
                          if mode != "replay" else "--max-cost limits a billed run; replay calls nothing and is free")
     if resume and not batch:
         raise UsageError("--resume continues an interrupted batch run: use it with --batch")
-    from .._runner import failed_files, run_judge  # anthropic (~2 s) is imported when a conversation runs
+    from .._runner import failed_files, judged_run  # anthropic (~2 s) is imported when a conversation runs
 
     model = str(setting("model", model, DEFAULT_MODEL))
     budget = budget_for(max_cost, model)
@@ -117,7 +121,7 @@ def command(
         click.echo("judge live: calls the Anthropic API (billed) and keeps nothing but the summary below; "
                    "--out FILE keeps the results, --mode record --run DIR a replayable run", err=True)
     try:
-        results = run_judge(
+        results = judged_run(
             prompt,
             list(claims_paths),
             run_dir,
@@ -147,15 +151,15 @@ def command(
     if run_dir and mode != "replay":
         written.append(run_dir)
     if out:
-        write_model(out, results)
+        results.write(out)
         written.append(out)
     replayed_batch_run = mode == "replay" and run_dir is not None and Run(run_dir).manifest.batch_ids is not None
     batched = (route is not None and route.batch is not None) or replayed_batch_run
-    click.echo(summary(results, mode, written, results.stand_ins, batch=batched))
+    click.echo(summary(results, mode, written, results.header.stand_ins, batch=batched))
     if budget is not None and budget.refused:
         click.echo(f"judge: {budget.refused}: the claims files it stopped are failed files of the run; raise "
                    "--max-cost to record them", err=True)
-    failed = failed_files(results)
+    failed = failed_files(results.files())
     if failed and mode != "replay":
         if run_dir and mode == "record":
             m = Run(run_dir).manifest
@@ -163,10 +167,10 @@ def command(
             retry = retry_failed_command(m, str(run_dir), learn_url=learn_url, anthropic_base_url=anthropic_base_url,
                                          batch=route is not None and route.batch is not None, no_cache=no_cache,
                                          max_cost=max_cost)
-            click.echo(f"{len(failed)} of {len(results.files)} claims files failed ({', '.join(paths)}); the run keeps "
+            click.echo(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed ({', '.join(paths)}); the run keeps "
                        f"what was recorded. To record just those again:\n  {printable(retry)}", err=True)
         else:
-            click.echo(f"{len(failed)} of {len(results.files)} claims files failed", err=True)
+            click.echo(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed", err=True)
         click.get_current_context().exit(1)
 
 
@@ -186,34 +190,43 @@ def _cost_notes(mode: str, stand_ins: Sequence[str]) -> list[str]:
         ["priced from the stand-in's token counts"] if "model" in stand_ins else [])
 
 
-def summary(results: ResultsFile, mode: str, written: list[str], stand_ins: Sequence[str] = (), *,
+def summary(results: RunResults, mode: str, written: list[str], stand_ins: Sequence[str] = (), *,
             batch: bool = False) -> str:
-    """A few lines a person reads at the end of a run."""
-    claims = [r for f in results.files for r in f.results]
-    counts = Counter(r.judge_verdict for r in claims)
+    """A few lines a person reads at the end of a run (its files read once, one at a time)."""
+    prices = project_prices()
+    counts: Counter[str | None] = Counter()
+    files = claims = unverified = tokens_in = tokens_out = written_to_cache = read_from_cache = 0
+    costs: list[float | None] = []
+    failed: list[tuple[str, str]] = []
+    for f in results.files():
+        files += 1
+        claims += len(f.results)
+        counts.update(r.judge_verdict for r in f.results)
+        unverified += sum(1 for r in f.results if r.quote_verified is False)
+        if f.usage:
+            tokens_in += f.usage.total_input
+            tokens_out += f.usage.output_tokens
+            written_to_cache += f.usage.cache_creation_input_tokens
+            read_from_cache += f.usage.cache_read_input_tokens
+        costs.append(file_cost(f, results.header.model, batch=batch, prices=prices))
+        if f.error:
+            failed.append((f.file, f.error))
     verdicts = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
     no_verdict = counts.get(None, 0)
-    unverified = sum(1 for r in claims if r.quote_verified is False)
-    usage = [f.usage for f in results.files if f.usage]
-    tokens_in = sum(u.total_input for u in usage)
-    tokens_out = sum(u.output_tokens for u in usage)
-    written_to_cache = sum(u.cache_creation_input_tokens for u in usage)
-    read_from_cache = sum(u.cache_read_input_tokens for u in usage)
     cache = (f" ({written_to_cache:,} written to the prompt cache, {read_from_cache:,} read from it)"
              if written_to_cache or read_from_cache else "")
-    failed = [f for f in results.files if f.error]
+    header = results.header
     lines = [
-        f"judge {mode}: prompt {printable(results.prompt or '?')}, model {printable(results.model or '?')}",
-        f"  {len(results.files)} files, {len(claims)} claims: {verdicts}"
+        f"judge {mode}: prompt {printable(header.prompt or '?')}, model {printable(header.model or '?')}",
+        f"  {files} files, {claims} claims: {verdicts}"
         + (f", {no_verdict} without a verdict" if no_verdict else ""),
         f"  quotes not found in the fetched page: {unverified}",
         f"  tokens: {tokens_in:,} in{cache}, {tokens_out:,} out",
-        "  " + cost_line(results_cost(results, batch=batch, prices=project_prices())[0], batch=batch,
-                         notes=_cost_notes(mode, stand_ins)),
+        "  " + cost_line(total_usd(costs), batch=batch, notes=_cost_notes(mode, stand_ins)),
     ]
     if stand_ins:
         lines.append(f"  stand-ins (test equipment, not the real services): {', '.join(stand_ins)}")
-    for f in failed:
-        lines.append(f"  failed: {printable(f.file)}: {printable(f.error or '')}")
+    for file, error in failed:
+        lines.append(f"  failed: {printable(file)}: {printable(error)}")
     lines.append(f"  written: {', '.join(printable(str(Path(w))) for w in written)}" if written else "  written: nothing")
     return "\n".join(lines)
