@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from ._config import project_root
+from ._io import resolved
 from ._secrets import contains_secret, known
 
 FORMAT = 2
@@ -105,7 +106,7 @@ def _entry_base(cwd: str, cassette: str) -> str | None:
     cassette path in a process (a run's hundreds of cassettes are asked for by several commands' steps)."""
     root = _root(cwd)
     try:
-        relative = _resolved(Path(cassette)).relative_to(root)
+        relative = resolved(Path(cassette)).relative_to(root)
     except ValueError:
         return None
     return str(root / FOLDER / hashlib.sha256(relative.as_posix().encode()).hexdigest()[:32])
@@ -115,18 +116,6 @@ def _entry_base(cwd: str, cassette: str) -> str | None:
 def _root(cwd: str) -> Path:
     """The project root (resolved) for a working folder: asked once per folder, not once per cassette."""
     return project_root().resolve()
-
-
-def _resolved(path: Path) -> Path:
-    """`path.resolve()`, its folder resolved once for all the cassettes in it (a run's hundreds)."""
-    if path.name in ("", ".", "..") or path.is_symlink():
-        return path.resolve()
-    return _resolved_folder(str(path.parent)) / path.name
-
-
-@functools.lru_cache(maxsize=256)
-def _resolved_folder(folder: str) -> Path:
-    return Path(folder).resolve()
 
 
 class Cassette:

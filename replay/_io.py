@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -104,9 +105,24 @@ def portable_path(path: str | Path) -> str:
     under it, else as given; posix either way, never `../`."""
     p = Path(path)
     try:
-        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        return resolved(p).relative_to(_resolved_folder(os.getcwd())).as_posix()
     except ValueError:
         return p.as_posix()
+
+
+def resolved(path: Path) -> Path:
+    """`path.resolve()`, its folder resolved once per process (a run's hundreds of files are in a few
+    folders; each resolve costs a system call per part of the path). A path with `..` in it, or whose
+    last part is a symbolic link, is resolved in full."""
+    if ".." in path.parts or path.name in ("", ".") or path.is_symlink():
+        return path.resolve()
+    return _resolved_folder(os.path.join(os.getcwd(), path.parent)) / path.name
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved_folder(folder: str) -> Path:
+    """An absolute folder, resolved (once per process: folders are assumed not to be re-linked mid-run)."""
+    return Path(folder).resolve()
 
 
 def dump_json(data: Any) -> str:
