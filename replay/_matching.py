@@ -290,9 +290,9 @@ def results_differences(recorded: list[Any], replayed: list[Any]) -> list[str]:
     problems: list[str] = []
     mine = {f.file: f for f in replayed}
     theirs = {f.file: f for f in recorded}
-    for name in theirs.keys() - mine.keys():
+    for name in sorted(theirs.keys() - mine.keys()):  # sorted: a set's order changes with the hash seed
         problems.append(f"{name}: recorded, but the replay produced no result for it")
-    for name in mine.keys() - theirs.keys():
+    for name in sorted(mine.keys() - theirs.keys()):
         problems.append(f"{name}: produced by the replay, but not in the recorded results.json")
     for name in sorted(mine.keys() & theirs.keys()):
         # one file's dumps at a time; `cost_usd` is priced from the usage (compared) by the table of

@@ -167,6 +167,16 @@ def test_replay_differences_and_names():
     (line,) = results_differences(recorded.files, replayed.files)
     assert line.startswith("docs/a.md: claim a-3: judge_verdict") and "source_silent" in line and "not_grounded" in line
     assert results_file_name("v3") == "judge-bakeoff-results-v3.json"
+
+
+def test_files_only_one_side_has_are_reported_in_name_order():
+    """Not in a set's order, which changes with the hash seed from one run of `cassettes verify` to the next."""
+    files = [{"file": f"docs/{n:02d}.md", "results": []} for n in range(40)]
+    recorded = ResultsFile.model_validate({"files": files[::-1]}).files
+    assert results_differences(recorded, []) == [
+        f"docs/{n:02d}.md: recorded, but the replay produced no result for it" for n in range(40)]
+    assert results_differences([], recorded) == [
+        f"docs/{n:02d}.md: produced by the replay, but not in the recorded results.json" for n in range(40)]
     assert results_file_name("prompts/my prompt.md") == "judge-bakeoff-results-my_prompt.json"
 
 
