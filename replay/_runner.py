@@ -4,7 +4,6 @@ run folder replaced as a whole at the end (`_runfolder`)."""
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 import platform
 import shutil
@@ -28,7 +27,7 @@ from ._io import (
     atomic_write_chunks,
     atomic_write_text,
     display_path,
-    dump_json,
+    dump_json_pieces,
     load_claims,
     load_claims_batch,
     load_compact_results,
@@ -798,27 +797,8 @@ class RunResults:
         atomic_write_chunks(path, results_json(self.header, self.files()))
 
 
-_FILES_KEY = '\n  "files": []'
-"""How `dump_json` writes a results file's empty `files`: a key of the top object (2 spaces), which no
-string can hold (a line break in a JSON string is escaped)."""
-
-
 def results_json(header: ResultsFile, files: Iterable[FileResult]) -> Iterator[str]:
-    """The text `write_model` writes for `header` with these `files` (`header.files` ignored), in pieces:
-    the fields up to the files, then each file's results (its own `dump_json`, indented two levels
-    deeper, as `json.dumps(indent=2)` nests it), then the rest. Each piece after the first starts with
-    a line break (after the `,` ending the line before), where `atomic_write_chunks` may cut."""
-    text = dump_json(header.model_copy(update={"files": []}).model_dump(mode="json", exclude_none=False))
-    results = iter(files)
-    first = next(results, None)
-    if first is None:
-        yield text
-        return
-    before, key, after = text.partition(_FILES_KEY)
-    assert key, "a results file always has its files"
-    yield before + _FILES_KEY[:-1]
-    separator = "\n    "
-    for result in itertools.chain([first], results):
-        yield separator + dump_json(result.model_dump(mode="json", exclude_none=False))[:-1].replace("\n", "\n    ")
-        separator = ",\n    "
-    yield "\n  ]" + after
+    """The text `write_model` writes for `header` with these `files` (`header.files` ignored), in pieces of
+    whole lines, each file's results as they come (`_io.dump_json_pieces`), where `atomic_write_chunks`
+    may cut."""
+    return dump_json_pieces(header.model_dump(mode="json"), "files", (f.model_dump(mode="json") for f in files))
