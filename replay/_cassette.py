@@ -40,7 +40,7 @@ from ._cassette_yaml import WIDTH, block_yaml
 from ._commands import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT, canonical_endpoint
 from ._errors import InputError, UsageError
 from ._io import atomic_write_text, indented_json, parse_json_noting_floats, reading_error
-from ._matching import canonical_request
+from ._matching import canonical_request, is_model_uri
 from ._mcp import FETCH_TOOL, STAND_IN_HEADER, is_missing_page, parse_jsonrpc_reply, tool_result_text
 from ._scrub import MAX_BODY, cassette_redactor, content_type_of, gunzip, holds_no_secret, scrub_interaction, scrub_interactions
 from ._secrets import Redactor
@@ -458,9 +458,12 @@ class LearnCall:
 
 
 def learn_calls(interactions: list[Interaction]) -> list[LearnCall]:
-    """Every Learn tool call of a cassette, in order."""
+    """Every Learn tool call of a cassette, in order (a model request, which carries every page read so
+    far, is passed over without reading its body: `canonical_request` never takes it for a Learn one)."""
     out = []
     for it in interactions:
+        if is_model_uri(it.uri):
+            continue
         req = it.request_json()
         if not isinstance(req, dict) or req.get("method") != "tools/call":
             continue

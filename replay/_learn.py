@@ -1,18 +1,20 @@
 """A thin Learn MCP client over httpx: the 2025 handshake, tool calls, retries of transient failures, one
-re-initialisation on session loss, the session ended on close."""
+re-initialisation on session loss, the session ended on close (or, for a run's conversations, their
+connections closed as each ends and their sessions ended together after the run: `SessionsToEnd`)."""
 
 from __future__ import annotations
 
 import json
 import math
 import ssl
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from functools import cache
 from importlib import metadata
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 
@@ -80,6 +82,54 @@ def _client_version() -> str:
         return "0"
 
 
+class _Session(NamedTuple):
+    """A session to end: the endpoint, and the headers that name the session (`LearnClient._headers`)."""
+
+    url: str
+    headers: dict[str, str]
+
+
+def _end_session(http: httpx.Client, session: _Session) -> None:
+    """`DELETE` the session (the spec's way to end one); a server that does not allow it answers 405,
+    and a failure here changes nothing for the run."""
+    try:
+        http.delete(session.url, headers=session.headers, timeout=5.0)
+    except httpx.HTTPError:
+        pass
+
+
+class SessionsToEnd:
+    """A run's conversations' Learn clients, let go as each conversation ends (`add`: its connections
+    closed, so open sockets do not grow with the run: a system allowing 256 open files, as macOS does by
+    default, would otherwise stop a run of a few hundred files), and their sessions ended together
+    (`end`) once the recorder has let go of HTTP: ending a session is never recorded."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sessions: list[_Session] = []
+        self.retries = 0
+        """Requests the clients sent again after a transient failure."""
+
+    def add(self, learn: LearnClient) -> None:
+        session = learn.let_go()
+        with self._lock:
+            self.retries += learn.retries
+            if session is not None:
+                self._sessions.append(session)
+
+    def end(self) -> None:
+        """End every session added, over one connection (a failure to end one changes nothing)."""
+        with self._lock:
+            sessions, self._sessions = self._sessions, []
+        if sessions:
+            with httpx.Client(verify=shared_ssl_context()) as http:
+                for session in sessions:
+                    try:
+                        _end_session(http, session)
+                    except Exception:  # noqa: BLE001 - ending must not hide the run's own outcome
+                        pass
+
+
 class _SessionLost(Exception):
     """The endpoint no longer knows our session: re-initialise and repeat the request once."""
 
@@ -128,20 +178,25 @@ class LearnClient:
 
     def close(self) -> None:
         try:
-            if self._end_session and self.session_id:
-                self._delete_session()
+            session = self._session_to_end()
+            if session is not None:
+                _end_session(self._http, session)
         finally:
             if self._owns_http:
                 self._http.close()
 
-    def _delete_session(self) -> None:
-        """`DELETE` the session (the spec's way to end one); a server that does not allow it answers 405,
-        and a failure here changes nothing for the run."""
-        try:
-            self._http.delete(self.url, headers=self._headers(), timeout=5.0)
-        except httpx.HTTPError:
-            pass
+    def let_go(self) -> _Session | None:
+        """Close this client's connections now and return the session it leaves to be ended later
+        (`SessionsToEnd`; None: nothing to end)."""
+        session = self._session_to_end()
+        if self._owns_http:
+            self._http.close()
+        return session
+
+    def _session_to_end(self) -> _Session | None:
+        session = _Session(self.url, self._headers()) if self._end_session and self.session_id else None
         self.session_id = None
+        return session
 
     # ------------------------------------------------------------------ public calls
 

@@ -136,6 +136,12 @@ def _path_and_query(uri: str) -> tuple[str, str]:
     return parts.path, parts.query
 
 
+def is_model_uri(uri: str) -> bool:
+    """Whether a request to `uri` is a model request (`canonical_request` gives it that kind whatever its
+    body), known without reading the body."""
+    return _MODEL_PATH in _path_and_query(uri)[0]
+
+
 def key_digest(key: RequestKey) -> bytes:
     """A fixed-size stand-in for a canonical key (the sha256 of its parts): what replay's index holds,
     so that a model request's key is not a second copy of its body."""

@@ -895,7 +895,8 @@ def _retry_key(sent: CanonicalRequest, it: Interaction) -> RequestKey:
 def _maybe_tool_calls(written: list[Interaction], requests: list[CanonicalRequest]) -> list[Interaction]:
     """The interactions of a recording as written that may hold a Learn `tools/call` (what `learn_calls`
     looks for), without parsing the others' bodies again: a request whose body was JSON when it was sent
-    (`requests`, in the same order; a body not parsed then is read again) and not then a `tools/call`
+    (`requests`, in the same order; a body not parsed then is left to `learn_calls`, which passes a model
+    request over by its URI and reads any other) and not then a `tools/call`
     is none as written either, since scrubbing only turns a secret inside a string into `REDACTED`,
     which makes no `method` key and no `tools/call`."""
     return [it for it, sent in zip(written, requests)

@@ -35,7 +35,7 @@ from ._io import (
     read_json,
     write_model,
 )
-from ._learn import MAX_RETRIES, LearnClient, shared_ssl_context
+from ._learn import MAX_RETRIES, LearnClient, SessionsToEnd, shared_ssl_context
 from ._mcp import STAND_IN_HEADER
 from ._progress import RunProgress
 from ._receipts import receipt_for
@@ -198,7 +198,7 @@ def judged_run(
             # live with --pages-from and no --run: the recorder writes nothing, any folder will do
             recorder = HttpRecorder(mode, writer.staging if writer else Path.cwd(),
                                     pages_from=pages_run.path if pages_run else None, rerecord_hint=rerecord)
-        sessions: list[LearnClient] = []
+        sessions = SessionsToEnd()
         try:
             with recorder:
                 judged = _judge_all(
@@ -208,7 +208,7 @@ def judged_run(
                     route=route,
                 )
         finally:
-            _close(sessions)  # after the recorder let go: ending a session is never recorded
+            sessions.end()  # after the recorder let go: ending a session is never recorded
         batched = route is not None and route.batch is not None
         previous_batch_ids = Run(run_dir).manifest.batch_ids if kept and run_dir is not None else None
         kept_batched = previous_batch_ids is not None
@@ -230,7 +230,7 @@ def judged_run(
                                          stand_ins=sorted(stand_ins), cost_usd=total_usd(costs)), files)
         if writer is not None:
             stats = _stats(recorder, judged, counted_by_recorder=not isinstance(recorder, _LiveHttp))
-            stats.learn_retries = sum(learn.retries for learn in sessions)
+            stats.learn_retries = sessions.retries
             for _, (_, kept_stats) in kept.items():
                 _add_counts(stats, kept_stats)
             for name, count in tokens.items():
@@ -445,16 +445,12 @@ def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, HeldClai
                              max_cost=m.max_cost_usd)
     if m.frozen:
         rerecord += " --force"
-    sessions: list[LearnClient] = []
-    try:
-        with HttpRecorder("replay", run.path, pages_from=None, rerecord_hint=rerecord) as recorder:
-            files = _judge_all(
-                prompt, batches, recorder, sessions, model=m.model, learn_url=m.learn_url,
-                base_url=m.anthropic_base_url, api_key=REPLAY_API_KEY, max_retries=0, concurrency=concurrency,
-                progress=progress, max_turns=12, stand_ins=set(), end_sessions=False,
-            )
-    finally:
-        _close(sessions)
+    with HttpRecorder("replay", run.path, pages_from=None, rerecord_hint=rerecord) as recorder:
+        files = _judge_all(
+            prompt, batches, recorder, SessionsToEnd(), model=m.model, learn_url=m.learn_url,
+            base_url=m.anthropic_base_url, api_key=REPLAY_API_KEY, max_retries=0, concurrency=concurrency,
+            progress=progress, max_turns=12, stand_ins=set(), end_sessions=False,
+        )
     return files, recorder.found_by_secret
 
 
@@ -479,7 +475,7 @@ def _judge_all(
     prompt: Prompt,
     batches: list[tuple[Path, HeldClaims]],
     recorder: _Recorder,
-    sessions: list[LearnClient],
+    sessions: SessionsToEnd,
     *,
     model: str,
     learn_url: str,
@@ -497,16 +493,15 @@ def _judge_all(
     conversation ends (`_records.held`), as is the batch until it starts. The first ReplayError (or
     any unexpected error) cancels what has not started and is raised once running ones finish. A Ctrl-C
     also ends the running conversations at their next model call, unsaved: only whole conversations
-    reach a cassette. Each conversation's Learn client that ends its session is added to `sessions`, for
-    the caller to close once the recorder has let go of HTTP (`_close`); the others close with their
-    conversation. `max_retries` is the model's; Learn retries only
-    where the model does (never in replay, which never sleeps)."""
+    reach a cassette. Each conversation's Learn client is let go as the conversation ends (`sessions.
+    add`: its connections closed); the sessions of those that end one (`end_sessions`) are ended by the
+    caller once the recorder has let go of HTTP (`sessions.end()`). `max_retries` is the model's; Learn
+    retries only where the model does (never in replay, which never sleeps)."""
     import anthropic  # ~2 s of imports: only when a conversation really runs (not a receipted replay)
 
     from ._judge import judge_file
 
     stopping = threading.Event()
-    sessions_lock = threading.Lock()
 
     def stop_if_interrupted(request: Any) -> None:
         if stopping.is_set():
@@ -516,13 +511,11 @@ def _judge_all(
         batch = claims.batch()
         learn = LearnClient(learn_url, max_retries=MAX_RETRIES if max_retries else 0, end_session=end_sessions,
                             shown_url=stored_endpoint(learn_url, LEARN_STAND_IN_PORT))
-        if not end_sessions:  # nothing to end: closed with its conversation, so memory holds no client per file
-            with learn, recorder.conversation(batch.file), route.conversation() if route else nullcontext():
+        try:
+            with recorder.conversation(batch.file), route.conversation() if route else nullcontext():
                 return judge_with(batch, learn)
-        with sessions_lock:
-            sessions.append(learn)
-        with recorder.conversation(batch.file), route.conversation() if route else nullcontext():
-            return judge_with(batch, learn)
+        finally:
+            sessions.add(learn)  # its connections closed now, its session (if any) ended after the run
 
     def judge_with(batch: ClaimsBatch, learn: LearnClient) -> FileResult:
         hooks = {"request": [stop_if_interrupted]}
@@ -558,15 +551,6 @@ def _judge_all(
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     return HeldFiles.of_held([r for r in results if r is not None])
-
-
-def _close(sessions: list[LearnClient]) -> None:
-    """End and close the conversations' Learn clients (a failure to end a session changes nothing)."""
-    for learn in sessions:
-        try:
-            learn.close()
-        except Exception:  # noqa: BLE001 - closing must not hide the run's own outcome
-            pass
 
 
 # --------------------------------------------------------------------------- checks before any network call

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from replay._cassette import Interaction, learn_calls, load_cassette
 from replay._matching import canonical_request
-from replay._recorder import _maybe_tool_calls
+from replay._recorder import _maybe_tool_calls, _sent_request
 from replay._scrub import scan_text, scrub_headers, scrub_interaction, scrub_url
 from replay._secrets import PLACEHOLDER, Redactor
 
@@ -28,6 +29,24 @@ def test_learn_calls_of_the_requests_that_may_hold_one_are_all_of_them() -> None
         kept = _maybe_tool_calls(interactions, sent)
         assert learn_calls(kept) == learn_calls(interactions)
         assert len(kept) < len(interactions)  # the model requests are not parsed again
+
+
+def test_with_the_forms_the_recorder_keeps_the_learn_calls_are_all_of_them() -> None:
+    for path in DEMO_CASSETTES:
+        interactions = load_cassette(path)
+        sent = [_sent_request(SimpleNamespace(method=it.method, uri=it.uri, body=it.request_body)) for it in interactions]
+        assert any(s.kind == "model" and s.body is None for s in sent)  # a model request's body is not parsed when sent
+        assert learn_calls(_maybe_tool_calls(interactions, sent)) == learn_calls(interactions)
+
+
+def test_a_model_request_is_no_learn_call_whatever_its_body() -> None:
+    body = '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","arguments":{}}}'
+    reply = '{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"page"}]}}'
+    model = Interaction("POST", "http://127.0.0.1:8932/v1/messages", body, 200, reply)
+    learn = Interaction("POST", "http://127.0.0.1:8931/api/mcp", body, 200, reply)
+    assert canonical_request(model.method, model.uri, model.request_body).kind == "model"
+    assert learn_calls([model]) == []  # passed over by its URI, its body (every page read so far) not read
+    assert [c.text for c in learn_calls([learn])] == ["page"]
 
 
 def test_a_request_that_was_no_json_when_sent_is_read_again() -> None:
