@@ -304,6 +304,7 @@ def _normalised_once(interactions: list[Interaction], kinds: Sequence[str] | Non
     first pass to leave each content type as it is and to write no request id a response body echoes
     (nor one with a space, which could span the space it adds); where any of this fails (or the JSON
     nests too deeply to be sure of parsing it again), None: both passes then run in full."""
+    interactions = [_kept_headers_only(it) for it in interactions]  # scrubbing a header normalising drops is work lost
     types = [(content_type_of(it.request_headers), content_type_of(it.response_headers)) for it in interactions]
     keep = [_left_alone(it, redactor, *both) for it, both in zip(interactions, types)]
     first = [scrub_interaction(it, redactor, keep=kept) for it, kept in zip(interactions, keep)]
@@ -324,6 +325,22 @@ def _normalised_once(interactions: list[Interaction], kinds: Sequence[str] | Non
     if not again or not redactor.holds_all_of(again):
         return None
     return [scrub_interaction(it, again, keep=kept) for it, kept in zip(normalised, keep)]
+
+
+def _kept_headers_only(it: Interaction) -> Interaction:
+    """The interaction with only the headers `_normalised` keeps (by name, in their order): scrubbing
+    each header on its own (`_scrub.scrub_headers`), the first pass writes the kept ones the same."""
+    return Interaction(
+        it.method, it.uri, it.request_body, it.status, it.response_body,
+        {name: values for name, values in it.request_headers.items() if name.lower() in REQUEST_HEADERS},
+        {name: values for name, values in it.response_headers.items() if _keeps_response_header(name.lower())},
+        it.reason,
+    )
+
+
+def _keeps_response_header(name: str) -> bool:
+    """Whether normalising keeps a response header (`name` in lower case)."""
+    return name in RESPONSE_HEADERS or name in (_SESSION, _REQUEST_ID, "retry-after") or name.startswith(_RATELIMIT)
 
 
 def _left_alone(it: Interaction, redactor: Redactor, request_type: str | None, response_type: str | None) -> tuple[bool, bool]:
@@ -360,6 +377,8 @@ def _normalised(interactions: list[Interaction], kinds: Sequence[str] | None,
         content_type = it.header("content-type")
         for name, values in it.response_headers.items():
             name = name.lower()
+            if not _keeps_response_header(name):
+                continue
             if name == _SESSION:
                 resp_headers[name] = [session(v) for v in values]
             elif name == _REQUEST_ID:

@@ -99,36 +99,37 @@ def _value(value: Any, indent: int, out: list[str], dumper: Any) -> None:
                 raise _Unsupported
             else:
                 out.append(item_lead[:-1])
-                out.append(_scalar(item, indent + 2, dumper))
+                out.extend(_scalar(item, indent + 2, dumper))
     else:
-        out.append(_scalar(value, indent + 2, dumper))
+        out.extend(_scalar(value, indent + 2, dumper))
 
 
-def _scalar(value: Any, content_indent: int, dumper: Any) -> str:
-    """A scalar after its `key:` or `-`: the leading space, the scalar, the line end; a literal block's
+def _scalar(value: Any, content_indent: int, dumper: Any) -> tuple[str, ...]:
+    """A scalar after its `key:` or `-`, in pieces (a large string is not copied into a line of its
+    own before the cassette is joined): the leading space, the scalar, the line end; a literal block's
     lines are indented by `content_indent`."""
     if value is None:
-        return " null\n"
+        return (" null\n",)
     if value is True or value is False:
-        return " true\n" if value else " false\n"
+        return (" true\n",) if value else (" false\n",)
     if type(value) is int:
-        return f" {value}\n"
+        return (f" {value}\n",)
     if type(value) is not str:
         raise _Unsupported
     if "\n" not in value:
-        return " " + _line(value, dumper) + "\n"
+        return " ", _line(value, dumper), "\n"
     if "\r" in value:  # an event stream's CRLF: double-quoted, and often the same reply again
-        return " " + _quoted_with_cr(value) + "\n"
-    return " " + _multiline(value, content_indent) + "\n"
+        return " ", _quoted_with_cr(value), "\n"
+    return " ", *_multiline(value, content_indent), "\n"
 
 
-def _multiline(value: str, content_indent: int) -> str:
+def _multiline(value: str, content_indent: int) -> tuple[str, ...]:
     """A string holding a line feed, as libyaml writes it when the cassette representer asks for a
     literal block where the text allows one (no CR, no line ending in whitespace) and no style otherwise
     (which libyaml then writes single-quoted, or double-quoted where single quotes cannot hold it)."""
     rest = _beyond_printable_ascii(value)
     if _NOT_PRINTABLE.search(rest):
-        return _double_quoted(value, rest)  # libyaml allows neither a block nor single quotes
+        return (_double_quoted(value, rest),)  # libyaml allows neither a block nor single quotes
     if "\u2028" in rest or "\u2029" in rest:
         raise _Unsupported  # YAML's own line breaks besides LF (CR and NEL are not printable)
     space_break = " \n" in value
@@ -139,7 +140,7 @@ def _multiline(value: str, content_indent: int) -> str:
     if not line_ends_in_whitespace:
         return _literal(value, content_indent)  # asked for, and allowed: no space before a break, none at the end
     if space_break or "\n " in value:
-        return _double_quoted(value, rest)
+        return (_double_quoted(value, rest),)
     raise _Unsupported  # libyaml would single-quote it, over several lines
 
 
@@ -167,8 +168,8 @@ def _ends_a_line_in_whitespace(value: str) -> bool:
     return _WHITESPACE.search(last_characters) is not None
 
 
-def _literal(value: str, indent: int) -> str:
-    """A literal block scalar, as libyaml writes it (for text whose only line break is LF)."""
+def _literal(value: str, indent: int) -> tuple[str, ...]:
+    """A literal block scalar, as libyaml writes it (for text whose only line break is LF), in pieces."""
     hint = "2" if value[0] in " \n" else ""  # libyaml's indentation indicator is its best indent
     if value.endswith("\n"):
         if value == "\n" or value.endswith("\n\n"):
@@ -178,10 +179,8 @@ def _literal(value: str, indent: int) -> str:
         chomp = "-"
     pad = " " * indent
     if "\n\n" in value or value.startswith("\n"):
-        body = "\n".join(pad + line if line else "" for line in value.split("\n"))
-    else:
-        body = pad + value.replace("\n", "\n" + pad)
-    return f"|{hint}{chomp}\n{body}"
+        return f"|{hint}{chomp}\n", "\n".join(pad + line if line else "" for line in value.split("\n"))
+    return f"|{hint}{chomp}\n", pad, value.replace("\n", "\n" + pad)
 
 
 def _double_quoted(value: str, rest: str) -> str:

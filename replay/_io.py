@@ -186,10 +186,12 @@ def compact_json(data: Any, *, float_free: bool = False) -> str:
 def parse_json_noting_floats(text: str) -> tuple[Any, bool]:
     """`json.loads(text)` (its errors too), and whether the data is float-free: no float, NaN nor
     Infinity, so that `indented_json` and `compact_json` may write it without checking their output."""
-    try:
-        return json.loads(text, parse_float=_no_float, parse_constant=_no_float), True
-    except _FloatFound:
-        return json.loads(text), False
+    if not text.startswith("\ufeff"):  # json.loads refuses a BOM; the decoder itself would not
+        try:
+            return _FLOAT_NOTING.decode(text), True
+        except _FloatFound:
+            return json.loads(text), False
+    return json.loads(text), True
 
 
 class _FloatFound(Exception):
@@ -198,6 +200,10 @@ class _FloatFound(Exception):
 
 def _no_float(text: str) -> Any:
     raise _FloatFound
+
+
+_FLOAT_NOTING = json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float)
+"""Made once: `json.loads(text, parse_float=...)` makes a decoder (and its scanner) at every call."""
 
 
 def indented_json(data: Any, *, float_free: bool = False) -> str:
