@@ -71,24 +71,32 @@ def record_page_snapshot(run: Run, learn_url: str, root: Path, now: datetime) ->
 
 
 def _record_fetches(run: Run, learn_url: str, folder: Path, recorded_at: str) -> None:
-    from ._learn import LearnClient
+    from ._learn import LearnClient, SessionsToEnd
     from ._recorder import HttpRecorder
 
     entries: list[ClaimsFileEntry] = []
     files: list[FileResult] = []
     stand_in = False
-    with HttpRecorder("record", folder) as recorder:
-        for entry in run.manifest.claims:
-            calls = []
-            with recorder.conversation(entry.file), LearnClient(learn_url) as client:
-                for url in _fetched_urls(run, entry.file):
-                    fetched = client.fetch(url)
-                    sha = None if fetched.missing or fetched.text is None else sha256_text(fetched.text)
-                    calls.append(ToolCall(tool=FETCH_TOOL, arguments={"url": url}, url=url, page_sha256=sha))
+    sessions = SessionsToEnd()
+    try:
+        with HttpRecorder("record", folder) as recorder:
+            for entry in run.manifest.claims:
+                calls = []
+                client = LearnClient(learn_url)
+                try:
+                    with recorder.conversation(entry.file):
+                        for url in _fetched_urls(run, entry.file):
+                            fetched = client.fetch(url)
+                            sha = None if fetched.missing or fetched.text is None else sha256_text(fetched.text)
+                            calls.append(ToolCall(tool=FETCH_TOOL, arguments={"url": url}, url=url, page_sha256=sha))
+                finally:
+                    sessions.add(client)
                 stand_in = stand_in or client.stand_in
-            entries.append(ClaimsFileEntry(file=entry.file, path=entry.path, sha256=entry.sha256,
-                                           cassette=cassette_name(entry.file)))
-            files.append(FileResult(file=entry.file, results=[], tool_calls=calls))
+                entries.append(ClaimsFileEntry(file=entry.file, path=entry.path, sha256=entry.sha256,
+                                               cassette=cassette_name(entry.file)))
+                files.append(FileResult(file=entry.file, results=[], tool_calls=calls))
+    finally:
+        sessions.end()  # after the recorder let go, as a judge run's: ending a session is never recorded
     manifest = RunManifest(
         run_id=folder.name, prompt=SNAPSHOT_PROMPT, prompt_sha256=sha256_text(SNAPSHOT_PROMPT), model="none",
         mode="record", recorded_at=recorded_at, learn_url=learn_url, claims=entries,

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from factories import parse_printed_command, write_json, write_run
+from replay._cassette import load_cassette
 from replay._cli.main import main
 from replay._learn import LearnClient
 from replay._runs import Run
@@ -208,6 +209,25 @@ def test_live_against_the_learn_stand_in_records_a_reproducible_snapshot(tmp_pat
     # the fetches went into the page store: the models page now has two versions
     code, out, _ = run_cli(capsys, "pages", "history", MODELS, "--store", store, "--cassettes", cassettes, "--json")
     assert code == 0 and len(json.loads(out)["versions"]) == 2
+
+
+def test_a_live_snapshot_ends_its_sessions_after_recording_and_records_no_ending(tmp_path, capsys):
+    learn = start_learn(write_pages(tmp_path / "pages-v1", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1}),
+                        strict_sessions=True)
+    try:
+        cassettes = tmp_path / "cassettes"
+        old = write_recorded_run(cassettes / "v3-old", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+        code, out, err = run_cli(capsys, "drift", old, "--live", "--learn-url", learn.url, "--claims",
+                                 write_claims(tmp_path / "claims"), "--cassettes", cassettes, "--store", tmp_path / "store", "--json")
+        calls, still_open = list(learn.calls), set(learn.app.sessions)
+    finally:
+        learn.stop()
+    assert code in (0, 1), err
+    assert calls.count("initialize") == 3 and calls[-3:] == ["DELETE"] * 3 and not still_open  # one session a file, each ended last
+    snapshot = Path(json.loads(out)["snapshot"])
+    recorded = [it for cassette in sorted(snapshot.glob("*.yaml")) for it in load_cassette(cassette)]
+    assert recorded and {it.method for it in recorded} == {"POST"}  # the endings are not in the snapshot
+    assert json.loads((snapshot / "run.json").read_text())["stats"]["interactions"] == len(recorded)
 
 
 def test_live_with_learn_unreachable_exit_2(tmp_path, capsys):
