@@ -57,7 +57,7 @@ import httpx2
 from ._cache_control import Lifetime, lifetime_for, without_breakpoints
 from ._cost import CostBudget, usage_from_response
 from ._errors import UsageError
-from ._io import atomic_write_text, display_path, read_json
+from ._io import atomic_write_text, display_path, os_error_about, read_json
 from ._learn import shared_ssl_context
 from ._mcp import STAND_IN_HEADER
 from ._runfolder import STAGING_FOLDER
@@ -283,6 +283,8 @@ class BatchRounds:
         while not waiting.done.wait(_WAIT_STEP):
             with self._cond:
                 if self._error is not None:
+                    if isinstance(self._error, OSError):  # the system failed (a full disk...): one line, naming the file
+                        raise os_error_about(self._error, self._error.filename or "batch rounds") from self._error
                     raise RuntimeError("the batch rounds stopped on an unexpected error") from self._error
                 if self._stopping:
                     raise KeyboardInterrupt
@@ -307,11 +309,11 @@ class BatchRounds:
                 for w in round_:
                     if not w.done.is_set():
                         self._answer(w, _error_answer(*_api_failure(exc, self.journal)))
-            except BaseException as exc:  # a bug: end every waiting conversation rather than leave it hanging
-                with self._cond:
-                    self._error = exc
+            except BaseException as exc:  # end every waiting conversation rather than leave it hanging; each
+                with self._cond:           # raises it (`ask`), and the run says it once (its traceback only
+                    self._error = exc      # with JUDGE_REPLAY_DEBUG=1, as for any error)
                 self.stop()
-                raise
+                return
 
     def _round_due(self) -> bool:
         """Every running conversation is waiting for the model."""

@@ -71,40 +71,35 @@ def record_page_snapshot(run: Run, learn_url: str, root: Path, now: datetime) ->
 
 
 def _record_fetches(run: Run, learn_url: str, folder: Path, recorded_at: str) -> None:
-    from ._learn import LearnClient, SessionsToEnd
+    from ._learn import LearnSessions
     from ._recorder import HttpRecorder
 
     entries: list[ClaimsFileEntry] = []
     files: list[FileResult] = []
     stand_in = False
-    sessions = SessionsToEnd()
-    try:
+    # the sessions end last, as a judge run's: after the recorder let go (never recorded) and the writing
+    with LearnSessions(learn_url) as sessions:
         with HttpRecorder("record", folder) as recorder:
             for entry in run.manifest.claims:
                 calls = []
-                client = LearnClient(learn_url)
-                try:
-                    with recorder.conversation(entry.file):
-                        for url in _fetched_urls(run, entry.file):
-                            fetched = client.fetch(url)
-                            sha = None if fetched.missing or fetched.text is None else sha256_text(fetched.text)
-                            calls.append(ToolCall(tool=FETCH_TOOL, arguments={"url": url}, url=url, page_sha256=sha))
-                finally:
-                    sessions.add(client)
+                client = sessions.client()
+                with recorder.conversation(entry.file):
+                    for url in _fetched_urls(run, entry.file):
+                        fetched = client.fetch(url)
+                        sha = None if fetched.missing or fetched.text is None else sha256_text(fetched.text)
+                        calls.append(ToolCall(tool=FETCH_TOOL, arguments={"url": url}, url=url, page_sha256=sha))
                 stand_in = stand_in or client.stand_in
                 entries.append(ClaimsFileEntry(file=entry.file, path=entry.path, sha256=entry.sha256,
                                                cassette=cassette_name(entry.file)))
                 files.append(FileResult(file=entry.file, results=[], tool_calls=calls))
-    finally:
-        sessions.end()  # after the recorder let go, as a judge run's: ending a session is never recorded
-    manifest = RunManifest(
-        run_id=folder.name, prompt=SNAPSHOT_PROMPT, prompt_sha256=sha256_text(SNAPSHOT_PROMPT), model="none",
-        mode="record", recorded_at=recorded_at, learn_url=learn_url, claims=entries,
-        stand_ins=["learn"] if stand_in else [], stats=recorder.stats,
-    )
-    write_model(folder / RESULTS, ResultsFile(prompt=SNAPSHOT_PROMPT, prompt_sha256=manifest.prompt_sha256,
-                                              model="none", recorded_at=recorded_at, files=files))
-    write_model(folder / MANIFEST, manifest)  # last: a folder with run.json is a complete snapshot
+        manifest = RunManifest(
+            run_id=folder.name, prompt=SNAPSHOT_PROMPT, prompt_sha256=sha256_text(SNAPSHOT_PROMPT), model="none",
+            mode="record", recorded_at=recorded_at, learn_url=learn_url, claims=entries,
+            stand_ins=["learn"] if stand_in else [], stats=recorder.stats,
+        )
+        write_model(folder / RESULTS, ResultsFile(prompt=SNAPSHOT_PROMPT, prompt_sha256=manifest.prompt_sha256,
+                                                  model="none", recorded_at=recorded_at, files=files))
+        write_model(folder / MANIFEST, manifest)  # last: a folder with run.json is a complete snapshot
 
 
 def _fetched_urls(run: Run, claims_file: str) -> list[str]:

@@ -1,6 +1,6 @@
 """A thin Learn MCP client over httpx: the 2025 handshake, tool calls, retries of transient failures, one
-re-initialisation on session loss, the session ended on close (or, for a run's conversations, their
-connections closed as each ends and their sessions ended together after the run: `SessionsToEnd`)."""
+re-initialisation on session loss, the session ended on close (a run's clients share their connections
+and end their sessions together: `LearnSessions`)."""
 
 from __future__ import annotations
 
@@ -89,45 +89,72 @@ class _Session(NamedTuple):
     headers: dict[str, str]
 
 
-def _end_session(http: httpx.Client, session: _Session) -> None:
-    """`DELETE` the session (the spec's way to end one); a server that does not allow it answers 405,
-    and a failure here changes nothing for the run."""
+def _end_session(http: httpx.Client, session: _Session) -> bool:
+    """`DELETE` the session (the spec's way to end one); whether the server ended it (or knew it no
+    more). A server that ends no session (the real, stateless one answers 405) or does not answer says
+    so for every session: a failure here changes nothing for the run."""
     try:
-        http.delete(session.url, headers=session.headers, timeout=5.0)
+        status = http.delete(session.url, headers=session.headers, timeout=5.0).status_code
     except httpx.HTTPError:
-        pass
+        return False
+    return 200 <= status < 300 or status == 404
 
 
-class SessionsToEnd:
-    """A run's conversations' Learn clients, let go as each conversation ends (`add`: its connections
-    closed, so open sockets do not grow with the run: a system allowing 256 open files, as macOS does by
-    default, would otherwise stop a run of a few hundred files), and their sessions ended together
-    (`end`) once the recorder has let go of HTTP: ending a session is never recorded."""
+LEARN_CONNECTIONS = 16
+"""Connections a run's Learn clients share at most (`LearnSessions`); more requests at once wait for one."""
 
-    def __init__(self) -> None:
+
+class LearnSessions:
+    """The Learn side of a run. Every conversation's client (`client()`: its own session and JSON-RPC
+    ids) shares one pool of at most `LEARN_CONNECTIONS` connections, so open sockets do not grow with
+    the run (a batch run has hundreds of conversations waiting at once, and a system allowing 256 open
+    files, as macOS does by default, stopped a run of a few hundred files). The sessions the clients
+    opened are ended when the `with` block ends, in order, until the server ends one no more (`_end_
+    session`): open the block around the recorder (ending a session is never recorded) and the writing
+    of the run (a Ctrl-C while they end loses no run), and it also ends those of conversations a second
+    Ctrl-C left running."""
+
+    def __init__(self, url: str, *, shown_url: str | None = None, max_retries: int = MAX_RETRIES,
+                 end_sessions: bool = True, timeout: float = 60.0) -> None:
+        self.url, self.shown_url, self.max_retries, self.end_sessions = url, shown_url, max_retries, end_sessions
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(timeout, pool=None),  # waiting for a connection of the pool is no failure
+            limits=httpx.Limits(max_connections=LEARN_CONNECTIONS, max_keepalive_connections=LEARN_CONNECTIONS),
+            verify=shared_ssl_context())
         self._lock = threading.Lock()
-        self._sessions: list[_Session] = []
-        self.retries = 0
+        self._clients: list[LearnClient] = []
+
+    def client(self) -> LearnClient:
+        learn = LearnClient(self.url, self._http, max_retries=self.max_retries, end_session=self.end_sessions,
+                            shown_url=self.shown_url)
+        with self._lock:
+            self._clients.append(learn)
+        return learn
+
+    @property
+    def retries(self) -> int:
         """Requests the clients sent again after a transient failure."""
-
-    def add(self, learn: LearnClient) -> None:
-        session = learn.let_go()
         with self._lock:
-            self.retries += learn.retries
-            if session is not None:
-                self._sessions.append(session)
+            return sum(learn.retries for learn in self._clients)
 
-    def end(self) -> None:
-        """End every session added, over one connection (a failure to end one changes nothing)."""
+    def __enter__(self) -> LearnSessions:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            while self._end_sessions_held():  # again for a conversation a second Ctrl-C left opening one
+                pass
+        finally:
+            self._http.close()
+
+    def _end_sessions_held(self) -> bool:
+        """End the sessions the clients hold now; whether any was (False too once the server ends none)."""
         with self._lock:
-            sessions, self._sessions = self._sessions, []
-        if sessions:
-            with httpx.Client(verify=shared_ssl_context()) as http:
-                for session in sessions:
-                    try:
-                        _end_session(http, session)
-                    except Exception:  # noqa: BLE001 - ending must not hide the run's own outcome
-                        pass
+            sessions = [s for s in (learn._hand_over_session() for learn in self._clients) if s is not None]
+        for session in sessions:
+            if not _end_session(self._http, session):
+                return False
+        return bool(sessions)
 
 
 class _SessionLost(Exception):
@@ -178,22 +205,15 @@ class LearnClient:
 
     def close(self) -> None:
         try:
-            session = self._session_to_end()
+            session = self._hand_over_session()
             if session is not None:
                 _end_session(self._http, session)
         finally:
             if self._owns_http:
                 self._http.close()
 
-    def let_go(self) -> _Session | None:
-        """Close this client's connections now and return the session it leaves to be ended later
-        (`SessionsToEnd`; None: nothing to end)."""
-        session = self._session_to_end()
-        if self._owns_http:
-            self._http.close()
-        return session
-
-    def _session_to_end(self) -> _Session | None:
+    def _hand_over_session(self) -> _Session | None:
+        """The session to end, which this client then no longer sends (None: nothing to end)."""
         session = _Session(self.url, self._headers()) if self._end_session and self.session_id else None
         self.session_id = None
         return session

@@ -107,7 +107,7 @@ def _canonical(method: str, uri: str, text: str, parsed: Any) -> CanonicalReques
     parts = urlsplit(uri)
     query = "?" + urlencode(sorted(parse_qsl(parts.query, keep_blank_values=True))) if parts.query else ""
     method = method.upper()
-    if _MODEL_PATH in parts.path:
+    if is_model_uri(uri):
         canonical = _canonical_json(without_breakpoints(parsed)) if parsed is not None else text
         return CanonicalRequest(("model", method, parts.path + query, canonical), "model", parsed)
     if isinstance(parsed, dict) and "jsonrpc" in parsed:

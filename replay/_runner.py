@@ -35,7 +35,7 @@ from ._io import (
     read_json,
     write_model,
 )
-from ._learn import MAX_RETRIES, LearnClient, SessionsToEnd, shared_ssl_context
+from ._learn import LearnClient, LearnSessions, shared_ssl_context
 from ._mcp import STAND_IN_HEADER
 from ._progress import RunProgress
 from ._receipts import receipt_for
@@ -173,7 +173,10 @@ def judged_run(
     if pages_run is None:
         _preflight_learn(learn_url, stand_ins)
     _preflight_model(model, anthropic_base_url, key, stand_ins)
-    with writer or nullcontext():  # the run folder is locked, and a staging folder made (so: writable)
+    sessions = LearnSessions(learn_url, shown_url=stored_endpoint(learn_url, LEARN_STAND_IN_PORT),
+                             end_sessions=pages_run is None)
+    # the run folder is locked, and a staging folder made (so: writable); the Learn sessions end last
+    with sessions, writer or nullcontext():
         frozen = run_dir is not None and _refuse_frozen(Path(run_dir), force)
         kept = (_kept_from(Run(run_dir), prompt, model, batches, learn_url, anthropic_base_url)
                 if retry_failed and run_dir is not None else {})
@@ -198,17 +201,12 @@ def judged_run(
             # live with --pages-from and no --run: the recorder writes nothing, any folder will do
             recorder = HttpRecorder(mode, writer.staging if writer else Path.cwd(),
                                     pages_from=pages_run.path if pages_run else None, rerecord_hint=rerecord)
-        sessions = SessionsToEnd()
-        try:
-            with recorder:
-                judged = _judge_all(
-                    prompt, to_judge, recorder, sessions, model=model, learn_url=learn_url,
-                    base_url=anthropic_base_url, api_key=key, max_retries=2, concurrency=concurrency,
-                    progress=progress, max_turns=max_turns, stand_ins=stand_ins, end_sessions=pages_run is None,
-                    route=route,
-                )
-        finally:
-            sessions.end()  # after the recorder let go: ending a session is never recorded
+        with recorder:
+            judged = _judge_all(
+                prompt, to_judge, recorder, sessions, model=model, base_url=anthropic_base_url, api_key=key,
+                max_retries=2, concurrency=concurrency, progress=progress, max_turns=max_turns,
+                stand_ins=stand_ins, route=route,
+            )
         batched = route is not None and route.batch is not None
         previous_batch_ids = Run(run_dir).manifest.batch_ids if kept and run_dir is not None else None
         kept_batched = previous_batch_ids is not None
@@ -445,11 +443,12 @@ def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, HeldClai
                              max_cost=m.max_cost_usd)
     if m.frozen:
         rerecord += " --force"
-    with HttpRecorder("replay", run.path, pages_from=None, rerecord_hint=rerecord) as recorder:
+    learn = LearnSessions(m.learn_url, shown_url=stored_endpoint(m.learn_url, LEARN_STAND_IN_PORT), max_retries=0,
+                          end_sessions=False)
+    with learn, HttpRecorder("replay", run.path, pages_from=None, rerecord_hint=rerecord) as recorder:
         files = _judge_all(
-            prompt, batches, recorder, SessionsToEnd(), model=m.model, learn_url=m.learn_url,
-            base_url=m.anthropic_base_url, api_key=REPLAY_API_KEY, max_retries=0, concurrency=concurrency,
-            progress=progress, max_turns=12, stand_ins=set(), end_sessions=False,
+            prompt, batches, recorder, learn, model=m.model, base_url=m.anthropic_base_url, api_key=REPLAY_API_KEY,
+            max_retries=0, concurrency=concurrency, progress=progress, max_turns=12, stand_ins=set(),
         )
     return files, recorder.found_by_secret
 
@@ -475,10 +474,9 @@ def _judge_all(
     prompt: Prompt,
     batches: list[tuple[Path, HeldClaims]],
     recorder: _Recorder,
-    sessions: SessionsToEnd,
+    sessions: LearnSessions,
     *,
     model: str,
-    learn_url: str,
     base_url: str | None,
     api_key: str | None,
     max_retries: int,
@@ -486,17 +484,14 @@ def _judge_all(
     progress: bool,
     max_turns: int,
     stand_ins: set[str],
-    end_sessions: bool,
     route: ModelRoute | None = None,
 ) -> HeldFiles:
     """One conversation per batch on a thread pool; results in batch order, each held compactly once its
     conversation ends (`_records.held`), as is the batch until it starts. The first ReplayError (or
     any unexpected error) cancels what has not started and is raised once running ones finish. A Ctrl-C
     also ends the running conversations at their next model call, unsaved: only whole conversations
-    reach a cassette. Each conversation's Learn client is let go as the conversation ends (`sessions.
-    add`: its connections closed); the sessions of those that end one (`end_sessions`) are ended by the
-    caller once the recorder has let go of HTTP (`sessions.end()`). `max_retries` is the model's; Learn
-    retries only where the model does (never in replay, which never sleeps)."""
+    reach a cassette. Each conversation's Learn client comes from `sessions` (whose block, around the
+    recorder's, ends their sessions). `max_retries` is the model's."""
     import anthropic  # ~2 s of imports: only when a conversation really runs (not a receipted replay)
 
     from ._judge import judge_file
@@ -509,13 +504,9 @@ def _judge_all(
 
     def judge_one(claims: HeldClaims) -> FileResult:
         batch = claims.batch()
-        learn = LearnClient(learn_url, max_retries=MAX_RETRIES if max_retries else 0, end_session=end_sessions,
-                            shown_url=stored_endpoint(learn_url, LEARN_STAND_IN_PORT))
-        try:
-            with recorder.conversation(batch.file), route.conversation() if route else nullcontext():
-                return judge_with(batch, learn)
-        finally:
-            sessions.add(learn)  # its connections closed now, its session (if any) ended after the run
+        learn = sessions.client()
+        with recorder.conversation(batch.file), route.conversation() if route else nullcontext():
+            return judge_with(batch, learn)
 
     def judge_with(batch: ClaimsBatch, learn: LearnClient) -> FileResult:
         hooks = {"request": [stop_if_interrupted]}

@@ -312,7 +312,7 @@ def _validated(rows: list[dict[str, Any]] | None) -> tuple[Claim, ...] | None:
 
 
 _DERIVED_BY = ("_runs.py", "_cassette.py", "_mcp.py", "_prompts.py", "_bodies.py", "_yaml.py", "_io.py", "_scrub.py",
-               "_commands.py")
+               "_commands.py", "_matching.py")
 """The modules whose code derives a `Conversation` from a cassette (an edit of one rebuilds the cache)."""
 
 

@@ -1,0 +1,85 @@
+"""Runs under the limits a system sets, the CLI in a subprocess with the limit lowered. Open files: a run
+of many claims files needs those of a few conversations, not of the whole run (its conversations' Learn
+clients share a bounded pool of connections: a system allowing 256 open files, macOS's default, once
+stopped a run of a few hundred files, and a batch run has all its conversations waiting at once), and
+every Learn session is still ended, after the run, and never recorded. File size: a batch run that
+cannot write its journal says so in one line, naming the file, and leaves no run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from replay._sim import start_learn, start_model
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = REPO / "demo" / "pages" / "2026-06"
+CLAIMS = REPO / "demo" / "claims" / "evaluation.json"
+
+
+def _cli(limit: str, value: int) -> list[str]:
+    """The CLI with a resource limit lowered first, in the child (not `preexec_fn`: unsafe with the threads
+    the stand-ins run in)."""
+    return [sys.executable, "-c", f"import resource, sys; _, hard = resource.getrlimit(resource.{limit}); "
+            f"resource.setrlimit(resource.{limit}, ({value}, {value} if {limit!r} == 'RLIMIT_FSIZE' else hard)); "
+            "from replay._cli.main import main; sys.exit(main())"]
+
+FILES = 90
+OPEN_FILES = 64
+"""The subprocess's limit: below FILES, above what the pool of Learn connections and the rest need."""
+
+
+def _many_claims_files(folder: Path, files: int = FILES) -> Path:
+    claims = json.loads(CLAIMS.read_text("utf-8"))
+    folder.mkdir()
+    for n in range(files):
+        (folder / f"doc-{n:03d}.json").write_text(json.dumps({**claims, "file": f"docs/doc-{n:03d}.md"}), "utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("mode", ["record", "live", "record --batch"])
+def test_a_run_of_more_files_than_the_process_may_open_ends_every_session_unrecorded(tmp_path: Path, mode: str) -> None:
+    claims = _many_claims_files(tmp_path / "claims")
+    with start_learn(PAGES, strict_sessions=True) as learn, start_model() as model:
+        args = ["judge", "--prompt", "v3", "--claims", str(claims), "--mode", *mode.split(), "--no-progress",
+                "--learn-url", learn.url, "--anthropic-base-url", model.url]
+        if mode.startswith("record"):
+            args += ["--run", "run"]
+        done = subprocess.run([*_cli("RLIMIT_NOFILE", OPEN_FILES), *args], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-open-files"})
+        calls = list(learn.calls)
+        still_open = set(learn.app.sessions)
+
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "failed" not in done.stdout
+    opened = calls.count("initialize")
+    assert opened > FILES  # one session per conversation (and the check before the run), each its own
+    assert calls.count("DELETE") == opened and not still_open  # every session ended: the server holds none
+    assert calls[-FILES:].count("DELETE") == FILES  # the conversations' sessions, ended after the run
+    if mode.startswith("record"):
+        cassettes = sorted((tmp_path / "run").glob("*.yaml"))
+        assert len(cassettes) == FILES
+        for cassette in cassettes:
+            methods = {it["request"]["method"] for it in yaml.safe_load(cassette.read_text("utf-8"))["interactions"]}
+            assert methods == {"POST"}, cassette.name  # no DELETE: ending a session is never recorded
+
+
+def test_a_batch_run_that_cannot_write_its_journal_says_so_in_one_line(tmp_path: Path) -> None:
+    claims = _many_claims_files(tmp_path / "claims", files=20)
+
+    with start_learn(PAGES) as learn, start_model() as model:  # Python ignores SIGXFSZ: a longer write fails (EFBIG)
+        done = subprocess.run([*_cli("RLIMIT_FSIZE", 3000), "judge", "--prompt", "v3", "--claims", str(claims), "--run", "run",
+                               "--mode", "record", "--batch", "--no-progress", "--learn-url", learn.url,
+                               "--anthropic-base-url", model.url],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-file-size"})
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    assert "File too large" in done.stderr and "run.batches.json" in done.stderr  # the journal the rounds could not write
+    assert not (tmp_path / "run").exists()
