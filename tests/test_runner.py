@@ -307,6 +307,19 @@ def test_a_transient_learn_failure_is_retried_and_not_kept(workdir: Path) -> Non
     assert verify_run(run.path).problems == []  # replay never meets the failure, nor sleeps
 
 
+def test_a_run_served_from_another_counts_the_retries_of_its_failure_again(workdir: Path) -> None:
+    """A Learn failure the first run kept (its retries used up) is served again by `--pages-from`, and
+    retried again: run.json counts those retries (`learn_retries`) as it counts the exchanges it dropped."""
+    with start_learn(workdir / "pages", fail_first=4, fail_status=503) as learn, start_model() as model:
+        record((learn, model), concurrency=1)  # the first tool call fails 4 times: its 3 retries used up
+        first = Run(workdir / "runs" / "r1").manifest.stats
+        assert (first.learn_retries, first.retries_dropped) == (3, 3)
+        learn.stop()  # every Learn call now comes from run r1's cassettes
+        record((learn, model), "runs/pinned", pages_from="runs/r1", concurrency=1)
+    again = Run(workdir / "runs" / "pinned").manifest.stats
+    assert (again.learn_retries, again.retries_dropped) == (3, 3)
+
+
 def test_a_url_outside_learn_is_no_page(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
     pricing = "https://azure.microsoft.com/pricing/details/cognitive-services/openai-service/"
     write_json(workdir / "claims2" / "p.json", {"file": "docs/pricing.md", "claims": [
