@@ -44,6 +44,7 @@ import re
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -56,7 +57,7 @@ import httpx2
 
 from ._cache_control import Lifetime, lifetime_for, without_breakpoints
 from ._cost import CostBudget, usage_from_response
-from ._errors import UsageError
+from ._errors import UsageError, debugging
 from ._io import atomic_write_text, display_path, os_error_about, read_json
 from ._learn import shared_ssl_context
 from ._mcp import STAND_IN_HEADER
@@ -224,6 +225,15 @@ class _Waiting:
     done: threading.Event = field(default_factory=threading.Event)
 
 
+def _failure_of_rounds(error: BaseException) -> Exception:
+    """What a conversation waiting for the model raises when the rounds stopped on `error`: a system
+    error as itself, naming its file (a full disk while writing the journal), anything else as a bug
+    that says what it was (its traceback printed with JUDGE_REPLAY_DEBUG=1)."""
+    if isinstance(error, OSError):
+        return os_error_about(error, error.filename) if error.filename else OSError(error.errno, error.strerror)
+    return RuntimeError(f"the batch rounds stopped on an unexpected error: {type(error).__name__}: {error}")
+
+
 class BatchRounds:
     """Collects the waiting conversations' requests and runs one batch round at a time (a thread of its own)."""
 
@@ -283,9 +293,7 @@ class BatchRounds:
         while not waiting.done.wait(_WAIT_STEP):
             with self._cond:
                 if self._error is not None:
-                    if isinstance(self._error, OSError):  # the system failed (a full disk...): one line, naming the file
-                        raise os_error_about(self._error, self._error.filename or "batch rounds") from self._error
-                    raise RuntimeError("the batch rounds stopped on an unexpected error") from self._error
+                    raise _failure_of_rounds(self._error) from self._error
                 if self._stopping:
                     raise KeyboardInterrupt
         assert waiting.answer is not None
@@ -309,9 +317,11 @@ class BatchRounds:
                 for w in round_:
                     if not w.done.is_set():
                         self._answer(w, _error_answer(*_api_failure(exc, self.journal)))
-            except BaseException as exc:  # end every waiting conversation rather than leave it hanging; each
-                with self._cond:           # raises it (`ask`), and the run says it once (its traceback only
-                    self._error = exc      # with JUDGE_REPLAY_DEBUG=1, as for any error)
+            except BaseException as exc:  # end every waiting conversation rather than leave it hanging: each
+                if debugging():            # raises what it was (`ask`), in the failure the conversation reports
+                    traceback.print_exception(exc)
+                with self._cond:
+                    self._error = exc
                 self.stop()
                 return
 

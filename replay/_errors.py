@@ -16,7 +16,16 @@ shows the traceback). Raise these for everything a user can cause; never let a t
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+DEBUG_VARIABLE = "JUDGE_REPLAY_DEBUG"
+"""Set to 1 to see the traceback of an unexpected error (or of a system error) instead of its one line."""
+
+
+def debugging() -> bool:
+    """Whether the user asked for tracebacks (`JUDGE_REPLAY_DEBUG=1`)."""
+    return os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
 
 
 class ReplayError(Exception):

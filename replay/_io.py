@@ -186,12 +186,12 @@ def compact_json(data: Any, *, float_free: bool = False) -> str:
 def parse_json_noting_floats(text: str) -> tuple[Any, bool]:
     """`json.loads(text)` (its errors too), and whether the data is float-free: no float, NaN nor
     Infinity, so that `indented_json` and `compact_json` may write it without checking their output."""
-    if not text.startswith("\ufeff"):  # json.loads refuses a BOM; the decoder itself would not
-        try:
-            return _FLOAT_NOTING.decode(text), True
-        except _FloatFound:
-            return json.loads(text), False
-    return json.loads(text), True
+    if text.startswith("\ufeff"):  # json.loads refuses a BOM (the decoder itself would not): its error
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    try:
+        return _FLOAT_NOTING.decode(text), True
+    except _FloatFound:
+        return json.loads(text), False
 
 
 class _FloatFound(Exception):

@@ -10,6 +10,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from functools import cache
@@ -82,6 +83,18 @@ def _client_version() -> str:
         return "0"
 
 
+def _http_client(timeout: float, connections: int | None = None) -> httpx.Client:
+    """An HTTP client for Learn requests, keeping no cookie (the endpoint's CDN sets one; a client that
+    shares its connections with other conversations must not send one conversation's in another, and
+    a session of its own needs none); `connections`: at most this many, and waiting for one of them is
+    no failure."""
+    no_cookies = CookieJar(DefaultCookiePolicy(allowed_domains=[]))
+    if connections is None:
+        return httpx.Client(timeout=timeout, cookies=no_cookies, verify=shared_ssl_context())
+    return httpx.Client(timeout=httpx.Timeout(timeout, pool=None), cookies=no_cookies, verify=shared_ssl_context(),
+                        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections))
+
+
 class _Session(NamedTuple):
     """A session to end: the endpoint, and the headers that name the session (`LearnClient._headers`)."""
 
@@ -100,27 +113,26 @@ def _end_session(http: httpx.Client, session: _Session) -> bool:
     return 200 <= status < 300 or status == 404
 
 
-LEARN_CONNECTIONS = 16
+MAX_LEARN_CONNECTIONS = 32
 """Connections a run's Learn clients share at most (`LearnSessions`); more requests at once wait for one."""
 
 
 class LearnSessions:
     """The Learn side of a run. Every conversation's client (`client()`: its own session and JSON-RPC
-    ids) shares one pool of at most `LEARN_CONNECTIONS` connections, so open sockets do not grow with
-    the run (a batch run has hundreds of conversations waiting at once, and a system allowing 256 open
-    files, as macOS does by default, stopped a run of a few hundred files). The sessions the clients
-    opened are ended when the `with` block ends, in order, until the server ends one no more (`_end_
-    session`): open the block around the recorder (ending a session is never recorded) and the writing
-    of the run (a Ctrl-C while they end loses no run), and it also ends those of conversations a second
-    Ctrl-C left running."""
+    ids) shares one pool of connections, one for each conversation that runs at once (`conversations`)
+    up to `MAX_LEARN_CONNECTIONS`, so open sockets do not grow with the run (a batch run has hundreds of
+    conversations waiting at once, and a system allowing 256 open files, as macOS does by default,
+    stopped a run of a few hundred files); it keeps no cookie (`_http_client`). The sessions the clients
+    opened are ended when
+    the `with` block ends, in order, until the server ends one no more (`_end_session`): open the block
+    around the recorder (ending a session is never recorded) and the writing of the run (a Ctrl-C while
+    they end then loses nothing: it stops the ending, and the sessions are left to expire); it also ends
+    those of conversations a second Ctrl-C left running."""
 
-    def __init__(self, url: str, *, shown_url: str | None = None, max_retries: int = MAX_RETRIES,
-                 end_sessions: bool = True, timeout: float = 60.0) -> None:
+    def __init__(self, url: str, *, conversations: int = 1, shown_url: str | None = None,
+                 max_retries: int = MAX_RETRIES, end_sessions: bool = True, timeout: float = 60.0) -> None:
         self.url, self.shown_url, self.max_retries, self.end_sessions = url, shown_url, max_retries, end_sessions
-        self._http = httpx.Client(
-            timeout=httpx.Timeout(timeout, pool=None),  # waiting for a connection of the pool is no failure
-            limits=httpx.Limits(max_connections=LEARN_CONNECTIONS, max_keepalive_connections=LEARN_CONNECTIONS),
-            verify=shared_ssl_context())
+        self._http = _http_client(timeout, connections=max(1, min(conversations, MAX_LEARN_CONNECTIONS)))
         self._lock = threading.Lock()
         self._clients: list[LearnClient] = []
 
@@ -144,6 +156,8 @@ class LearnSessions:
         try:
             while self._end_sessions_held():  # again for a conversation a second Ctrl-C left opening one
                 pass
+        except KeyboardInterrupt:  # stop ending them; whatever the block did stands (an interruption in
+            pass                   # the block itself goes on being raised)
         finally:
             self._http.close()
 
@@ -178,7 +192,7 @@ class LearnClient:
         self.shown_url = shown_url or url
         """The endpoint as error messages name it (a run's results keep the form run.json stores, so that
         a replay, which answers for that form, reproduces them)."""
-        self._http = http or httpx.Client(timeout=timeout, verify=shared_ssl_context())
+        self._http = http or _http_client(timeout)
         self._owns_http = http is None
         self._next_id = 1
         self.session_id: str | None = None

@@ -173,8 +173,8 @@ def judged_run(
     if pages_run is None:
         _preflight_learn(learn_url, stand_ins)
     _preflight_model(model, anthropic_base_url, key, stand_ins)
-    sessions = LearnSessions(learn_url, shown_url=stored_endpoint(learn_url, LEARN_STAND_IN_PORT),
-                             end_sessions=pages_run is None)
+    sessions = LearnSessions(learn_url, conversations=_at_once(route, concurrency, len(batches)),
+                             shown_url=stored_endpoint(learn_url, LEARN_STAND_IN_PORT), end_sessions=pages_run is None)
     # the run folder is locked, and a staging folder made (so: writable); the Learn sessions end last
     with sessions, writer or nullcontext():
         frozen = run_dir is not None and _refuse_frozen(Path(run_dir), force)
@@ -443,8 +443,8 @@ def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, HeldClai
                              max_cost=m.max_cost_usd)
     if m.frozen:
         rerecord += " --force"
-    learn = LearnSessions(m.learn_url, shown_url=stored_endpoint(m.learn_url, LEARN_STAND_IN_PORT), max_retries=0,
-                          end_sessions=False)
+    learn = LearnSessions(m.learn_url, conversations=_at_once(None, concurrency, len(batches)),
+                          shown_url=stored_endpoint(m.learn_url, LEARN_STAND_IN_PORT), max_retries=0, end_sessions=False)
     with learn, HttpRecorder("replay", run.path, pages_from=None, rerecord_hint=rerecord) as recorder:
         files = _judge_all(
             prompt, batches, recorder, learn, model=m.model, base_url=m.anthropic_base_url, api_key=REPLAY_API_KEY,
@@ -525,9 +525,7 @@ def _judge_all(
     total_claims = sum(b.count for _, b in batches)
     rounds = route.running(len(batches), api_key=api_key, base_url=base_url) if route else nullcontext()
     with rounds, RunProgress(len(batches), total_claims, enabled=progress) as bar:
-        pool = ThreadPoolExecutor(max_workers=min(route.workers(concurrency) if route else concurrency,
-                                                  max(len(batches), 1)),
-                                  thread_name_prefix="judge")
+        pool = ThreadPoolExecutor(max_workers=_at_once(route, concurrency, len(batches)), thread_name_prefix="judge")
         try:
             futures: dict[Future[FileResult], int] = {pool.submit(judge_one, b): i for i, (_, b) in enumerate(batches)}
             for future in as_completed(futures):
@@ -545,6 +543,11 @@ def _judge_all(
 
 
 # --------------------------------------------------------------------------- checks before any network call
+
+
+def _at_once(route: ModelRoute | None, concurrency: int, files: int) -> int:
+    """How many conversations of a run run at once (`--concurrency`; in batch mode, as many as a round holds)."""
+    return min(route.workers(concurrency) if route else concurrency, max(files, 1))
 
 
 def _api_key(api_key: str | None, base_url: str | None) -> str | None:

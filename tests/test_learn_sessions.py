@@ -77,3 +77,15 @@ def test_against_a_server_that_ends_no_session_one_attempt_says_so_for_all(tmp_p
         deletes = [r for r in learn.requests if r.http_method == "DELETE"]
     assert done.returncode == 0, done.stderr
     assert len(deletes) == 2  # the check before the run, and the first of the conversations' (then no more)
+
+
+def test_no_conversation_sends_a_cookie_though_the_server_sets_one(tmp_path: Path) -> None:
+    """The real endpoint's CDN sets a cookie (so does the stand-in); the clients of a run share their
+    connections but keep no cookie, so no conversation sends one, another's least of all."""
+    claims = _claims(tmp_path / "claims", 3)
+    with start_learn(PAGES) as learn, start_model() as model:
+        done = subprocess.run(_judge(claims, learn.url, model.url, "--mode", "live", "--concurrency", "1"),
+                              cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+        cookies = [r.cookie for r in learn.requests]
+    assert done.returncode == 0, done.stderr
+    assert len(cookies) > 6 and set(cookies) == {None}

@@ -9,11 +9,8 @@ import sys
 
 import click
 
-from .._errors import ReplayError
+from .._errors import DEBUG_VARIABLE, ReplayError, debugging
 from ._output import examples
-
-DEBUG_VARIABLE = "JUDGE_REPLAY_DEBUG"
-"""Set to 1 to see the traceback of an unexpected error (or of a system error) instead of its one line."""
 
 INTERNAL_ERROR = 70
 """Exit code of a bug in judge-replay (sysexits' EX_SOFTWARE): never 1 or 2, which scripts act on."""
@@ -116,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI. Every failure ends as one line on stderr and an exit code, never a traceback:
     2 bad input or usage, 1 a failed check or the environment failing (disk full, read-only folder),
     130 interrupted, 70 a bug (its traceback with JUDGE_REPLAY_DEBUG=1)."""
-    debug = os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
+    debug = debugging()
     try:
         code = cli.main(args=argv, prog_name="judge-replay", standalone_mode=False)
     except ReplayError as err:

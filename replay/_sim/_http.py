@@ -32,6 +32,9 @@ class StandInHandler(BaseHTTPRequestHandler):
     """
 
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    """TCP_NODELAY, as real servers set it: the headers and the body are two writes, and on a kept-alive
+    connection the body would otherwise wait for the client's delayed ACK (tens of ms a reply)."""
     server_version = "judge-replay-stand-in"
     sys_version = ""
     stand_in = "?"

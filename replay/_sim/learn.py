@@ -50,6 +50,7 @@ RESPONSE_HEADERS = {
     "strict-transport-security": "max-age=31536000; includeSubDomains",
     "x-content-type-options": "nosniff",
     "x-powered-by": "ASP.NET",
+    "set-cookie": "ARRAffinity=5f0c1e2d3a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012a3b4c5d6; Path=/; HttpOnly",
 }
 """Constant headers from the real server's header set (values made up where the probe gave only the
 name). Left out: `date` (two identical runs then give identical replies), `set-cookie`, `nel` and
@@ -283,6 +284,8 @@ class LearnRequest:
     session: str | None
     protocol_version: str | None
     """The `MCP-Protocol-Version` header, if sent."""
+    cookie: str | None = None
+    """The `Cookie` header, if sent (the stand-in sets an affinity cookie, as the real endpoint's CDN does)."""
 
 
 @dataclass
@@ -485,7 +488,8 @@ class LearnHandler(StandInHandler):
 
     def _note(self, rpc_method: str | None, status: int) -> None:
         self.app.requests.append(LearnRequest(
-            self.command, rpc_method, status, self.headers.get(SESSION_HEADER), self.headers.get(PROTOCOL_VERSION_HEADER)))
+            self.command, rpc_method, status, self.headers.get(SESSION_HEADER), self.headers.get(PROTOCOL_VERSION_HEADER),
+            self.headers.get("Cookie")))
 
     def _answer(self, rpc_method: str | None, status: int, body: str = "", content_type: str | None = None,
                 headers: dict[str, str] | None = None) -> None:
