@@ -13,6 +13,7 @@ from ._io import write_model
 from ._mcp import FETCH_TOOL, normalise_learn_url
 from ._records import Claim, ClaimsFileEntry, DriftReport, FileResult, ResultsFile, RunManifest, ToolCall
 from ._runs import MANIFEST, RESULTS, Run, cassette_name
+from ._secrets import remember_url
 from ._text import sha256_text
 
 SNAPSHOT_PROMPT = "pages-snapshot"
@@ -61,6 +62,7 @@ def drift_items(run: Run, overrides: Mapping[str, list[Claim]]) -> list[ClaimEvi
 def record_page_snapshot(run: Run, learn_url: str, root: Path, now: datetime) -> Path:
     """Fetch every page `run` read, per claims file, through the recorder into a run-like folder
     `root/pages-<YYYYMMDD-HHMMSS>/` (usable as `--against`); its path. A failed fetch leaves no folder."""
+    remember_url(learn_url)  # its credentials are secrets: in no file written, nothing printed
     folder = _fresh_folder(root, f"pages-{now:%Y%m%d-%H%M%S}")
     try:
         _record_fetches(run, learn_url, folder, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
@@ -71,8 +73,10 @@ def record_page_snapshot(run: Run, learn_url: str, root: Path, now: datetime) ->
 
 
 def _record_fetches(run: Run, learn_url: str, folder: Path, recorded_at: str) -> None:
+    from ._commands import LEARN_STAND_IN_PORT
     from ._learn import LearnSessions
     from ._recorder import HttpRecorder
+    from ._runner import stored_endpoint
 
     entries: list[ClaimsFileEntry] = []
     files: list[FileResult] = []
@@ -94,7 +98,7 @@ def _record_fetches(run: Run, learn_url: str, folder: Path, recorded_at: str) ->
                 files.append(FileResult(file=entry.file, results=[], tool_calls=calls))
         manifest = RunManifest(
             run_id=folder.name, prompt=SNAPSHOT_PROMPT, prompt_sha256=sha256_text(SNAPSHOT_PROMPT), model="none",
-            mode="record", recorded_at=recorded_at, learn_url=learn_url, claims=entries,
+            mode="record", recorded_at=recorded_at, learn_url=stored_endpoint(learn_url, LEARN_STAND_IN_PORT), claims=entries,
             stand_ins=["learn"] if stand_in else [], stats=recorder.stats,
         )
         write_model(folder / RESULTS, ResultsFile(prompt=SNAPSHOT_PROMPT, prompt_sha256=manifest.prompt_sha256,

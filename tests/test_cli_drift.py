@@ -230,6 +230,24 @@ def test_a_live_snapshot_ends_its_sessions_after_recording_and_records_no_ending
     assert json.loads((snapshot / "run.json").read_text())["stats"]["interactions"] == len(recorded)
 
 
+def test_a_live_snapshot_keeps_the_credentials_of_the_learn_url_nowhere(tmp_path, capsys):
+    token = "tokCANARY" + "x9Y" * 8
+    learn = start_learn(write_pages(tmp_path / "pages-v1", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1}))
+    try:
+        cassettes = tmp_path / "cassettes"
+        old = write_recorded_run(cassettes / "v3-old", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+        code, out, err = run_cli(capsys, "drift", old, "--live", "--learn-url", f"{learn.url}?token={token}", "--claims",
+                                 write_claims(tmp_path / "claims"), "--cassettes", cassettes, "--store", tmp_path / "store", "--json")
+    finally:
+        learn.stop()
+    assert code in (0, 1), err
+    snapshot = Path(json.loads(out)["snapshot"])
+    assert json.loads((snapshot / "run.json").read_text())["learn_url"] == "http://127.0.0.1:8931/api/mcp?token=REDACTED"
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert written and not [p for p in written if token.encode() in p.read_bytes()]
+    assert token not in out + err
+
+
 def test_live_with_learn_unreachable_exit_2(tmp_path, capsys):
     learn = start_learn(write_pages(tmp_path / "pages", {MODELS: MODELS_V1}))
     url = learn.url
