@@ -98,8 +98,8 @@ def _record_fetches(run: Run, learn_url: str, folder: Path, recorded_at: str) ->
                 files.append(FileResult(file=entry.file, results=[], tool_calls=calls))
         manifest = RunManifest(
             run_id=folder.name, prompt=SNAPSHOT_PROMPT, prompt_sha256=sha256_text(SNAPSHOT_PROMPT), model="none",
-            mode="record", recorded_at=recorded_at, learn_url=stored_endpoint(learn_url, LEARN_STAND_IN_PORT), claims=entries,
-            stand_ins=["learn"] if stand_in else [], stats=recorder.stats,
+            mode="record", recorded_at=recorded_at, learn_url=stored_endpoint(learn_url, LEARN_STAND_IN_PORT),
+            claims=entries, stand_ins=["learn"] if stand_in else [], stats=recorder.stats,
         )
         write_model(folder / RESULTS, ResultsFile(prompt=SNAPSHOT_PROMPT, prompt_sha256=manifest.prompt_sha256,
                                                   model="none", recorded_at=recorded_at, files=files))

@@ -10,10 +10,10 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
-from http.cookiejar import CookieJar, DefaultCookiePolicy
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from functools import cache
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from importlib import metadata
 from typing import Any, NamedTuple
 
@@ -123,11 +123,10 @@ class LearnSessions:
     up to `MAX_LEARN_CONNECTIONS`, so open sockets do not grow with the run (a batch run has hundreds of
     conversations waiting at once, and a system allowing 256 open files, as macOS does by default,
     stopped a run of a few hundred files); it keeps no cookie (`_http_client`). The sessions the clients
-    opened are ended when
-    the `with` block ends, in order, until the server ends one no more (`_end_session`): open the block
-    around the recorder (ending a session is never recorded) and the writing of the run (a Ctrl-C while
-    they end then loses nothing: it stops the ending, and the sessions are left to expire); it also ends
-    those of conversations a second Ctrl-C left running."""
+    opened are ended when the `with` block ends, in order, until the server ends one no more (`_end_
+    session`): open the block around the recorder (ending a session is never recorded) and the writing
+    of the run (a Ctrl-C while they end then loses nothing: it stops the ending, and the sessions are
+    left to expire); it also ends those of conversations a second Ctrl-C left running."""
 
     def __init__(self, url: str, *, conversations: int = 1, shown_url: str | None = None,
                  max_retries: int = MAX_RETRIES, end_sessions: bool = True, timeout: float = 60.0) -> None:

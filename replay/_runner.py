@@ -542,12 +542,12 @@ def _judge_all(
     return HeldFiles.of_held([r for r in results if r is not None])
 
 
-# --------------------------------------------------------------------------- checks before any network call
-
-
 def _at_once(route: ModelRoute | None, concurrency: int, files: int) -> int:
     """How many conversations of a run run at once (`--concurrency`; in batch mode, as many as a round holds)."""
     return min(route.workers(concurrency) if route else concurrency, max(files, 1))
+
+
+# --------------------------------------------------------------------------- checks before any network call
 
 
 def _api_key(api_key: str | None, base_url: str | None) -> str | None:
