@@ -184,10 +184,14 @@ def cost_line(value: float | None, *, batch: bool = False, notes: Sequence[str] 
     return f"cost: {format_usd(value)}" + (f" ({'; '.join(said)})" if said else "")
 
 
+def costed(file: FileResult, model: str | None, *, batch: bool, prices: Mapping[str, Price] = PRICES) -> FileResult:
+    """A file's results with `cost_usd` priced now from its usage (`file_cost`)."""
+    return file.model_copy(update={"cost_usd": file_cost(file, model, batch=batch, prices=prices)})
+
+
 def with_costs(results: ResultsFile, *, batch: bool, prices: Mapping[str, Price] = PRICES) -> ResultsFile:
-    """The results with `cost_usd` set per file and in total, priced now from their usage (`file_cost`)."""
-    files = [f.model_copy(update={"cost_usd": file_cost(f, results.model, batch=batch, prices=prices)})
-             for f in results.files]
+    """The results with `cost_usd` set per file and in total, priced now from their usage (`costed`)."""
+    files = [costed(f, results.model, batch=batch, prices=prices) for f in results.files]
     return results.model_copy(update={"files": files, "cost_usd": total_usd(f.cost_usd for f in files)})
 
 

@@ -9,7 +9,7 @@ import platform
 import shutil
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from . import _secrets
 from ._commands import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT, canonical_endpoint, is_loopback, judge_command
 from ._config import project_prices
-from ._cost import Price, file_cost, total_usd
+from ._cost import costed, total_usd
 from ._errors import InputError, RecordingFailed, ReplayError, UsageError
 from ._io import (
     atomic_write_chunks,
@@ -220,7 +220,7 @@ def judged_run(
             for _, b in batches:
                 result = (_priced_as(kept[b.file][0], kept_batched) if b.file in kept
                           else _priced_as(next(judged_now), batched))
-                yield _costed(result, model, batch=batched, prices=prices)
+                yield costed(result, model, batch=batched, prices=prices)
 
         costs, tokens = _costs_and_tokens(files())
         results = RunResults(ResultsFile(prompt=prompt.name, prompt_sha256=prompt.sha256, model=model,
@@ -461,7 +461,7 @@ def _replayed_results(run: Run, prompt: Prompt, replayed: HeldFiles, batched: di
 
     def files() -> Iterator[FileResult]:
         for result in replayed:
-            yield _costed(result.model_copy(update={"batch": batched.get(result.file)}), m.model,
+            yield costed(result.model_copy(update={"batch": batched.get(result.file)}), m.model,
                           batch=m.batch_ids is not None, prices=prices)
 
     costs, _ = _costs_and_tokens(files())
@@ -723,11 +723,6 @@ def _costs_and_tokens(files: Iterable[FileResult]) -> tuple[list[float | None], 
             for name in _TOKENS:
                 tokens[name] += getattr(f.usage, name)
     return costs, tokens
-
-
-def _costed(result: FileResult, model: str, *, batch: bool, prices: Mapping[str, Price]) -> FileResult:
-    """A file's results with `cost_usd` priced now from its usage, as `_cost.with_costs` prices each file."""
-    return result.model_copy(update={"cost_usd": file_cost(result, model, batch=batch, prices=prices)})
 
 
 # --------------------------------------------------------------------------- what a run holds
