@@ -386,7 +386,10 @@ class BatchRounds:
                 )
                 self.stand_in = self.stand_in or bool(raw.headers.get(STAND_IN_HEADER))
                 batch = raw.parse()
-                self.journal.add(batch.id, {c.custom_id: c.digest for c in chunk})
+                try:
+                    self.journal.add(batch.id, {c.custom_id: c.digest for c in chunk})
+                except OSError as exc:
+                    raise self._unjournaled(batch.id, exc) from exc
                 for c in chunk:
                     c.attempts += 1
                 out[batch.id] = chunk
@@ -395,6 +398,19 @@ class BatchRounds:
                 chunk.append(w)
                 size += entry_size
         return out
+
+    def _unjournaled(self, batch_id: str, exc: OSError) -> OSError:
+        """A batch submitted that the journal could not keep (a full disk): no `--resume` could find it, so
+        it is canceled now rather than paid for unused (requests it already ran are still billed). The
+        same system error, naming the journal, says so with the batch's id."""
+        try:
+            batch = self._client.messages.batches.cancel(batch_id)
+            canceled = batch.processing_status == "canceling" or batch.request_counts.canceled > 0
+            fate = "so it was canceled" if canceled else "and it had already ended (its requests are billed)"
+        except anthropic.APIError as cancel:
+            fate = f"and canceling it failed ({cancel.message}): cancel it in the Claude Console"
+        return OSError(exc.errno, f"{exc.strerror or exc}; batch {batch_id} was submitted but could not be kept "
+                                  f"in this journal, {fate}", exc.filename)
 
     def _wait_for(self, batch_id: str, requests: int) -> None:
         """Poll a batch until it has ended (showing its progress), then read its results."""

@@ -24,12 +24,13 @@ under `seen`, written before this, was such a reply with no reason kept: it is i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import diskcache  # type: ignore[import-untyped]
 
@@ -108,20 +109,39 @@ def cassettes_root(flag: str | Path | None = None) -> Path:
     return setting_path("cassettes", flag) or project_root() / DEFAULT_CASSETTES
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _store_errors(method: F) -> F:
+    """A `PageStore` method whose database fails says so as our error, naming the store: one it cannot
+    use now (locked by another process past diskcache's wait, a full disk: UsageError) or a damaged one
+    (not a database, a malformed image: InputError), whenever the damage shows, on opening or later."""
+
+    @functools.wraps(method)
+    def checked(self: PageStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            raise UsageError(f"cannot use the page store at {display_path(self.folder)}: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise InputError(self.folder, f"not a page store, or a damaged one (its cache.db: {exc}); move it "
+                                          "aside and the run folders' cassettes fill a new one") from exc
+
+    return checked  # type: ignore[return-value]
+
+
 class PageStore:
     """Every version of every page the recorded runs read. Use as a context manager (or `close()`)."""
 
+    @_store_errors
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
         if self.folder.exists() and not self.folder.is_dir():
             raise InputError(self.folder, "is a file, not a page store folder (--store / [tool.judge-replay] page-store)")
         try:
             self._cache = diskcache.Cache(str(self.folder))
-        except (OSError, sqlite3.OperationalError) as exc:
-            raise UsageError(f"cannot open the page store at {self.folder}: {exc}") from exc
-        except sqlite3.DatabaseError as exc:
-            raise InputError(self.folder, f"not a page store (its cache.db: {exc}); move it aside and the run "
-                                          "folders' cassettes fill a new one") from exc
+        except OSError as exc:
+            raise UsageError(f"cannot open the page store at {display_path(self.folder)}: {exc}") from exc
 
     def __enter__(self) -> PageStore:
         return self
@@ -134,6 +154,7 @@ class PageStore:
 
     # ------------------------------------------------------------------ filling
 
+    @_store_errors
     def add(self, url: str, text: str, seen_at: str, recording: str) -> str:
         """Record that `recording` read the page `text` at `url` at `seen_at`; its sha256."""
         with self._cache.transact():
@@ -159,6 +180,7 @@ class PageStore:
         found = self._cache.get(f"url:{normalise_learn_url(url)}")
         return found if isinstance(found, dict) else {"url": url, "seen": {}}
 
+    @_store_errors
     def index_run(self, run: Run, pages_read: dict[str, list[PageFetched]] | None = None) -> bool:
         """Add the pages one run read, as one recording of its folder; False when that folder is already
         indexed at the same run.json. Versions indexed before are kept, whatever the run became since.
@@ -191,6 +213,7 @@ class PageStore:
 
     # ------------------------------------------------------------------ reading
 
+    @_store_errors
     def urls(self) -> list[str]:
         """Every URL the store holds a page version of, as first read, sorted."""
         out = []
@@ -201,6 +224,7 @@ class PageStore:
                     out.append(entry["url"])
         return sorted(out)
 
+    @_store_errors
     def versions(self, url: str) -> list[PageRecord]:
         """Every recorded version of a page, oldest first (by first seen, then last seen)."""
         entry = self._cache.get(f"url:{normalise_learn_url(url)}")
@@ -220,6 +244,7 @@ class PageStore:
             ))
         return sorted(out, key=lambda v: (v.first_seen, v.last_seen, v.sha256))
 
+    @_store_errors
     def no_page_answers(self, url: str) -> list[NoPageAnswer]:
         """The runs whose fetch of a URL got no page, one entry per reason, oldest first."""
         entry = self._cache.get(f"url:{normalise_learn_url(url)}")
@@ -240,6 +265,7 @@ class PageStore:
         found = self._cache.get(f"recording:{recording}")
         return list(found.get("stand_ins", [])) if isinstance(found, dict) else []
 
+    @_store_errors
     def text(self, sha256: str) -> str | None:
         value = self._cache.get(f"text:{sha256}")
         return value if isinstance(value, str) else None

@@ -142,3 +142,22 @@ def judge_demo(learn: Any, model: Any, run: str, *extra: str) -> int:
     claims = Path(__file__).resolve().parents[1] / "demo" / "claims"
     return main(["judge", "--prompt", "v3", "--claims", str(claims), "--run", run, "--mode", "record",
                  "--learn-url", learn.url, "--anthropic-base-url", model.url, "--no-progress", *extra])
+
+
+def damage_page_store(store: Path) -> None:
+    """Overwrite the root pages of the page store's `Cache` table and its indexes (found in the database's
+    schema) with junk, leaving its schema and `Settings` whole: the store opens, and the damage shows
+    when its pages are read or written ("database disk image is malformed"), as after a disk error."""
+    import sqlite3
+
+    db = store / "cache.db"
+    con = sqlite3.connect(db)
+    try:
+        roots = [page for name, page in con.execute("SELECT name, rootpage FROM sqlite_master") if name.startswith("Cache")]
+    finally:
+        con.close()
+    data = bytearray(db.read_bytes())
+    size = int.from_bytes(data[16:18], "big")  # the page size, from the file's header
+    for page in roots:
+        data[(page - 1) * size:page * size] = b"\xa5" * size
+    db.write_bytes(bytes(data))

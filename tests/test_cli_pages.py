@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from factories import write_run
+from factories import damage_page_store, write_run
 from replay._cli.main import main
 from replay._text import sha256_text
 
@@ -154,3 +154,44 @@ def test_history_of_a_refused_url_shows_no_version_and_says_the_server_refused_i
     assert [(a["reason"], a["runs"]) for a in data["no_page"]] == [("not-found", ["r2"])]
     code, out, _ = pages(capsys, tmp_path, root, "diff", refused)
     assert code == 0 and "nothing to compare" in out
+
+
+def test_a_damaged_store_is_one_line_naming_it_and_a_recording_still_lands(tmp_path, capsys):
+    """The store is derived from the cassettes: a recording whose run is written warns that the store was
+    not updated (exit 0); `pages history` says the store is damaged (exit 2). Never an internal error."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from replay._sim import start_learn, start_model
+
+    repo = Path(__file__).resolve().parent.parent
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'docs'\n", "utf-8")
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    (claims / "q.json").write_bytes((repo / "demo" / "claims" / "quotas-and-limits.json").read_bytes())
+    cli = [sys.executable, "-c", "import sys; from replay._cli.main import main; sys.exit(main())"]
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-damaged-store"}
+    with start_learn(repo / "demo" / "pages" / "2026-06") as learn, start_model() as model:
+        def record(run: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([*cli, "judge", "--prompt", "v3", "--claims", "claims", "--mode", "record", "--run", run,
+                                   "--no-progress", "--learn-url", learn.url, "--anthropic-base-url", model.url],
+                                  cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+
+        assert record("cassettes/a").returncode == 0
+        store = tmp_path / ".judge-replay" / "pages"
+        damage_page_store(store)
+        done = record("cassettes/b")
+
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "cassettes" / "b" / "run.json").is_file()
+    warning = [line for line in done.stderr.splitlines() if "page store not updated" in line]
+    assert len(warning) == 1 and str(store) in warning[0] and "damaged" in warning[0]
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+
+    os.chdir(tmp_path)
+    code = main(["pages", "history", "https://learn.microsoft.com/azure/ai/quotas"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and ".judge-replay/pages" in err and "damaged" in err

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from factories import fetch_interaction, write_run
+from factories import damage_page_store, fetch_interaction, write_run
 from replay._cassette import load_cassette, save_cassette
 from replay._errors import UsageError
 from replay._pagestore import PageStore, cassettes_root, open_indexed_store, store_folder
@@ -187,3 +187,16 @@ def test_a_file_or_a_garbage_folder_for_a_store_is_bad_input_naming_it(tmp_path)
     (tmp_path / "garbage" / "cache.db").write_bytes(b"\x00\xff" * 64)
     with pytest.raises(InputError, match="garbage: not a page store"):
         PageStore(tmp_path / "garbage")
+
+
+def test_a_store_damaged_after_it_was_written_is_bad_input_naming_it_not_a_database_error(tmp_path):
+    from replay._errors import InputError
+
+    runs = [run_reading(tmp_path / f"r{n}", V1 if n % 2 else V2, f"2026-01-0{n + 1}T00:00:00Z",
+                        url=f"{URL}/{n}") for n in range(8)]
+    with PageStore(tmp_path / "store") as store:
+        store.index_runs(runs[:4])
+    damage_page_store(tmp_path / "store")
+    with pytest.raises(InputError, match="store: not a page store, or a damaged one .*malformed"):
+        with PageStore(tmp_path / "store") as store:  # it opens: the damage shows when its pages are used
+            store.index_runs(runs[4:])

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from replay._sim import start_learn, start_model
+from replay._sim.batches import BatchSettings
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = REPO / "demo" / "pages" / "2026-06"
@@ -70,16 +71,27 @@ def test_a_run_of_more_files_than_the_process_may_open_ends_every_session_unreco
             assert methods == {"POST"}, cassette.name  # no DELETE: ending a session is never recorded
 
 
-def test_a_batch_run_that_cannot_write_its_journal_says_so_in_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("batch_seconds", [60, 0])
+def test_a_batch_run_that_cannot_journal_a_batch_cancels_it_and_says_so(tmp_path: Path, batch_seconds: int) -> None:
+    """No --resume could find a batch the journal does not hold: it is canceled (a real batch takes a while:
+    60 s), or it had ended already (0 s: billed), and the error names it and its journal."""
     claims = _many_claims_files(tmp_path / "claims", files=20)
 
-    with start_learn(PAGES) as learn, start_model() as model:  # Python ignores SIGXFSZ: a longer write fails (EFBIG)
+    # Python ignores SIGXFSZ: a longer write fails (EFBIG).
+    with start_learn(PAGES) as learn, start_model(batch_settings=BatchSettings(delay=batch_seconds)) as model:
         done = subprocess.run([*_cli("RLIMIT_FSIZE", 3000), "judge", "--prompt", "v3", "--claims", str(claims), "--run", "run",
                                "--mode", "record", "--batch", "--no-progress", "--learn-url", learn.url,
                                "--anthropic-base-url", model.url],
                               cwd=tmp_path, capture_output=True, text=True, timeout=300,
                               env={**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-file-size"})
+        batches = list(model.app.batches._batches.values())
     assert done.returncode == 1
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
     assert "File too large" in done.stderr and "run.batches.json" in done.stderr  # the journal the rounds could not write
     assert not (tmp_path / "run").exists()
+    [batch] = batches
+    said = f"batch {batch.id} was submitted but could not be kept in this journal, "
+    if batch_seconds:
+        assert batch.cancel_at is not None and said + "so it was canceled" in done.stderr
+    else:
+        assert batch.cancel_at is None and said + "and it had already ended (its requests are billed)" in done.stderr
