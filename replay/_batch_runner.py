@@ -57,8 +57,8 @@ import httpx2
 
 from ._cache_control import Lifetime, lifetime_for, without_breakpoints
 from ._cost import CostBudget, usage_from_response
-from ._errors import UsageError, debugging
-from ._io import atomic_write_text, display_path, os_error_about, read_json
+from ._errors import ReplayError, SystemFailed, UsageError, debugging
+from ._io import atomic_write_text, display_path, read_json
 from ._learn import shared_ssl_context
 from ._mcp import STAND_IN_HEADER
 from ._runfolder import STAGING_FOLDER
@@ -174,17 +174,21 @@ class BatchJournal:
         return [str(b["id"]) for b in self.batches if b["id"] in self.used]
 
     def add(self, batch_id: str, requests: dict[str, str]) -> None:
-        self._index({"id": batch_id, "requests": requests})
-        self._save()
+        """Journal a batch just submitted; one that could not be saved is not held either."""
+        batch = {"id": batch_id, "requests": requests}
+        self._save([*self.batches, batch])
+        self._index(batch)
 
     def measured(self, seconds: float) -> None:
         """A round with new batches took `seconds`."""
         self.round_seconds.append(seconds)
         self._save()
 
-    def _save(self) -> None:
+    def _save(self, batches: list[dict[str, Any]] | None = None) -> None:
+        """Write the journal, holding `batches` (default: those it holds)."""
         if self.path is not None:
-            data = {"version": 1, "run": self.run, "round_seconds": self.round_seconds, "batches": self.batches}
+            data = {"version": 1, "run": self.run, "round_seconds": self.round_seconds,
+                    "batches": self.batches if batches is None else batches}
             with self._lock:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write_text(self.path, json.dumps(data, indent=1) + "\n")
@@ -227,10 +231,13 @@ class _Waiting:
 
 def _failure_of_rounds(error: BaseException) -> Exception:
     """What a conversation waiting for the model raises when the rounds stopped on `error`: a system
-    error as itself, naming its file (a full disk while writing the journal), anything else as a bug
-    that says what it was (its traceback printed with JUDGE_REPLAY_DEBUG=1)."""
+    error as one that stops the run, naming its file (a full disk while writing the journal), anything
+    else as a bug that says what it was (its traceback printed with JUDGE_REPLAY_DEBUG=1)."""
     if isinstance(error, OSError):
-        return os_error_about(error, error.filename) if error.filename else OSError(error.errno, error.strerror)
+        reason = error.strerror or str(error)
+        return SystemFailed(f"{display_path(error.filename)}: {reason}" if error.filename else reason)
+    if isinstance(error, SystemFailed):  # a batch the journal could not keep (`_unjournaled`)
+        return SystemFailed(str(error))
     return RuntimeError(f"the batch rounds stopped on an unexpected error: {type(error).__name__}: {error}")
 
 
@@ -388,7 +395,7 @@ class BatchRounds:
                 batch = raw.parse()
                 try:
                     self.journal.add(batch.id, {c.custom_id: c.digest for c in chunk})
-                except OSError as exc:
+                except (OSError, ReplayError) as exc:
                     raise self._unjournaled(batch.id, exc) from exc
                 for c in chunk:
                     c.attempts += 1
@@ -399,18 +406,34 @@ class BatchRounds:
                 size += entry_size
         return out
 
-    def _unjournaled(self, batch_id: str, exc: OSError) -> OSError:
+    def _unjournaled(self, batch_id: str, exc: OSError | ReplayError) -> SystemFailed:
         """A batch submitted that the journal could not keep (a full disk): no `--resume` could find it, so
         it is canceled now rather than paid for unused (requests it already ran are still billed). The
-        same system error, naming the journal, says so with the batch's id."""
+        error that stops the run names the journal, why it failed and what became of the batch. Neither
+        call waits long, nor retries: the run is stopping."""
+        client = self._client.with_options(timeout=_CANCEL_SECONDS, max_retries=0)
+        failed = ""
         try:
-            batch = self._client.messages.batches.cancel(batch_id)
-            canceled = batch.processing_status == "canceling" or batch.request_counts.canceled > 0
-            fate = "so it was canceled" if canceled else "and it had already ended (its requests are billed)"
+            batch: anthropic.types.messages.MessageBatch | None = client.messages.batches.cancel(batch_id)
         except anthropic.APIError as cancel:
-            fate = f"and canceling it failed ({cancel.message}): cancel it in the Claude Console"
-        return OSError(exc.errno, f"{exc.strerror or exc}; batch {batch_id} was submitted but could not be kept "
-                                  f"in this journal, {fate}", exc.filename)
+            failed = (cancel.api_message if isinstance(cancel, anthropic.APIStatusError) else None) or cancel.message
+            try:
+                batch = client.messages.batches.retrieve(batch_id)
+            except anthropic.APIError:
+                batch = None
+        if batch is not None and (batch.processing_status == "canceling" or batch.request_counts.canceled > 0):
+            fate = "so it was canceled"
+        elif batch is not None and batch.processing_status == "ended":
+            fate = "and it had already ended (its requests are billed)"
+        else:
+            fate = f"and canceling it failed ({failed or 'it is still ' + str(batch and batch.processing_status)}): " \
+                   "cancel it in the Claude Console"
+        if isinstance(exc, OSError):
+            path, reason = exc.filename or self.journal.path, exc.strerror or str(exc)
+        else:
+            path, reason = getattr(exc, "path", None) or self.journal.path, getattr(exc, "reason", str(exc))
+        return SystemFailed(f"{display_path(path) if path else 'the batch journal'}: {reason}; batch {batch_id} was "
+                            f"submitted but could not be kept in this journal, {fate}")
 
     def _wait_for(self, batch_id: str, requests: int) -> None:
         """Poll a batch until it has ended (showing its progress), then read its results."""
@@ -517,6 +540,10 @@ def _api_failure(exc: anthropic.APIError, journal: BatchJournal) -> tuple[int, s
         return (exc.status_code, exc.type or "api_error",
                 f"the Message Batches API failed: {exc.api_message or exc.message}{kept}")
     return 502, "api_error", f"the Message Batches API could not be reached: {exc.message}{kept}"
+
+
+_CANCEL_SECONDS = 30.0
+"""How long canceling a batch the journal could not keep may take (no retries: the run is stopping)."""
 
 
 class _Stopped(Exception):

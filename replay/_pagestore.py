@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import pickle
 import sqlite3
+import sys
+import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,8 +39,8 @@ import diskcache  # type: ignore[import-untyped]
 
 from ._cassette import LearnCall
 from ._config import project_root, setting_path
-from ._errors import InputError, UsageError
-from ._io import display_path
+from ._errors import InputError, UsageError, debugging
+from ._io import display_path, printable
 from ._mcp import FETCH_TOOL, NoPage, no_page_reason, normalise_learn_url
 from ._runs import MANIFEST, Run, find_runs
 from ._text import sha256_text
@@ -109,23 +112,32 @@ def cassettes_root(flag: str | Path | None = None) -> Path:
     return setting_path("cassettes", flag) or project_root() / DEFAULT_CASSETTES
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+_DAMAGE = (sqlite3.DatabaseError, pickle.UnpicklingError, EOFError, LookupError, TypeError, AttributeError, ValueError)
+"""What a damaged store raises when read: a database sqlite cannot read, a value that does not unpickle,
+a value of a shape this module never wrote."""
 
 
-def _store_errors(method: F) -> F:
-    """A `PageStore` method whose database fails says so as our error, naming the store: one it cannot
-    use now (locked by another process past diskcache's wait, a full disk: UsageError) or a damaged one
-    (not a database, a malformed image: InputError), whenever the damage shows, on opening or later."""
+def _store_errors(method: _Method) -> _Method:
+    """A `PageStore` method whose store fails says so as our error, naming the store: one it cannot use
+    now (locked by another process past diskcache's 60 s wait, a full disk, no permission: UsageError) or a
+    damaged one (InputError), whenever that shows, on opening or later."""
 
     @functools.wraps(method)
     def checked(self: PageStore, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
-        except sqlite3.OperationalError as exc:
-            raise UsageError(f"cannot use the page store at {display_path(self.folder)}: {exc}") from exc
-        except sqlite3.DatabaseError as exc:
-            raise InputError(self.folder, f"not a page store, or a damaged one (its cache.db: {exc}); move it "
-                                          "aside and the run folders' cassettes fill a new one") from exc
+        except diskcache.Timeout as exc:
+            raise UsageError(f"cannot use the page store at {display_path(self.folder)}: another process holds "
+                             "it locked") from exc
+        except (OSError, sqlite3.OperationalError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise UsageError(f"cannot use the page store at {display_path(self.folder)}: {reason}") from exc
+        except _DAMAGE as exc:
+            raise InputError(display_path(self.folder), f"not a page store, or a damaged one ({type(exc).__name__}: "
+                             f"{exc}); move it aside: a new one is filled from the runs under the cassettes folder "
+                             "(what only runs deleted since read stays in the old one)") from exc
 
     return checked  # type: ignore[return-value]
 
@@ -138,10 +150,7 @@ class PageStore:
         self.folder = Path(folder)
         if self.folder.exists() and not self.folder.is_dir():
             raise InputError(self.folder, "is a file, not a page store folder (--store / [tool.judge-replay] page-store)")
-        try:
-            self._cache = diskcache.Cache(str(self.folder))
-        except OSError as exc:
-            raise UsageError(f"cannot open the page store at {display_path(self.folder)}: {exc}") from exc
+        self._cache = diskcache.Cache(str(self.folder))
 
     def __enter__(self) -> PageStore:
         return self
@@ -180,32 +189,41 @@ class PageStore:
         found = self._cache.get(f"url:{normalise_learn_url(url)}")
         return found if isinstance(found, dict) else {"url": url, "seen": {}}
 
-    @_store_errors
     def index_run(self, run: Run, pages_read: dict[str, list[PageFetched]] | None = None) -> bool:
         """Add the pages one run read, as one recording of its folder; False when that folder is already
         indexed at the same run.json. Versions indexed before are kept, whatever the run became since.
         `pages_read`: what the recording that wrote the run fetched, per claims file (`pages_fetched` of
-        the interactions it wrote), so its cassettes are not read again; other files' cassettes are."""
+        the interactions it wrote), so its cassettes are not read again; other files' cassettes are. (The
+        run's files are read outside `_store_errors`: their errors name them, not the store.)"""
         manifest_sha = hashlib.sha256((run.path / MANIFEST).read_bytes()).hexdigest()
         folder = str(run.path.resolve())
-        known = self._cache.get(f"run:{folder}")
-        if known and known.get("manifest_sha256") == manifest_sha and known.get("layout") == INDEX_LAYOUT:
+        if self._indexed(folder, manifest_sha):
             return False
-        seen_at = run.manifest.recorded_at
-        recording = f"{folder}#{seen_at}"
         fetched: list[PageFetched] = []
         for entry in run.manifest.claims:
             known = (pages_read or {}).get(entry.file)
             fetched.extend(known if known is not None else pages_fetched(run.learn_calls(entry.file)))
+        self._add_recording(folder, manifest_sha, run.manifest.recorded_at, list(run.manifest.stand_ins), fetched)
+        return True
+
+    @_store_errors
+    def _indexed(self, folder: str, manifest_sha: str) -> bool:
+        known = self._cache.get(f"run:{folder}")
+        return bool(known) and known.get("manifest_sha256") == manifest_sha and known.get("layout") == INDEX_LAYOUT
+
+    @_store_errors
+    def _add_recording(self, folder: str, manifest_sha: str, seen_at: str, stand_ins: list[str],
+                       fetched: list[PageFetched]) -> None:
+        """One recording of the run folder `folder` (its run.json's sha256 `manifest_sha`): the pages it read."""
+        recording = f"{folder}#{seen_at}"
         with self._cache.transact():
             for url, text, no_page in dict.fromkeys(fetched):  # a page many conversations read: added once
                 if no_page is None:
                     self._add(url, text, seen_at, recording)
                 else:
                     self._add_no_page(url, no_page, seen_at, recording)
-            self._cache.set(f"recording:{recording}", {"stand_ins": list(run.manifest.stand_ins)})
+            self._cache.set(f"recording:{recording}", {"stand_ins": stand_ins})
             self._cache.set(f"run:{folder}", {"manifest_sha256": manifest_sha, "layout": INDEX_LAYOUT})
-        return True
 
     def index_runs(self, runs: Iterable[Run]) -> int:
         """Index every run not yet indexed at its current run.json; how many were (re)indexed."""
@@ -304,6 +322,22 @@ def _labels(recordings: set[str]) -> dict[str, str]:
             by_name.setdefault(Path(folder).name, set()).add(folder)
     return {rec: rec if not folder else display_path(folder) if len(by_name[Path(folder).name]) > 1
             else Path(folder).name for rec, folder in folders.items()}
+
+
+def index_or_warn(runs: Iterable[Run], pages_read: dict[str, list[PageFetched]] | None = None,
+                  store: str | Path | None = None) -> None:
+    """Add the pages these runs read to the page store (`--store`, else the project's), as a recording or
+    `drift --live` does once its run is written. The cassettes stay the truth and the store is filled
+    from them again when needed, so a store that cannot be written (damaged, locked, a full disk) costs
+    a warning on stderr, never the command (its traceback with JUDGE_REPLAY_DEBUG=1)."""
+    try:
+        with PageStore(store_folder(store)) as page_store:
+            for run in runs:
+                page_store.index_run(run, pages_read)
+    except Exception as exc:
+        if debugging():
+            traceback.print_exception(exc)
+        print(f"judge-replay: warning: page store not updated ({printable(str(exc))})", file=sys.stderr)
 
 
 def open_indexed_store(store: str | Path | None = None, cassettes: str | Path | None = None) -> PageStore:

@@ -7,7 +7,6 @@ import hashlib
 import os
 import platform
 import shutil
-import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -22,7 +21,7 @@ from . import _secrets
 from ._commands import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT, canonical_endpoint, is_loopback, judge_command
 from ._config import project_prices
 from ._cost import costed, total_usd
-from ._errors import InputError, RecordingFailed, ReplayError, UsageError
+from ._errors import InputError, RecordingFailed, UsageError
 from ._io import (
     atomic_write_chunks,
     atomic_write_text,
@@ -369,19 +368,13 @@ def _add_counts(stats: RunStats, more: RunStats) -> None:
 
 def _index_pages(run: Run, pages_read: Any = None) -> None:
     """Add the pages a recording read to this project's page store (`pages history`), from what the
-    recorder wrote (`HttpRecorder.pages_read`) where it has it. A run recorded outside the project (a
-    scratch folder) is left out: the store would list a run it cannot find. The cassettes stay the
-    source of truth, so a store that cannot be written only costs a warning."""
+    recorder wrote (`HttpRecorder.pages_read`) where it has it (`_pagestore.index_or_warn`). A run
+    recorded outside the project (a scratch folder) is left out: the store would list a run it cannot find."""
     from ._config import project_root
-    from ._pagestore import PageStore, store_folder
+    from ._pagestore import index_or_warn
 
-    if not run.path.resolve().is_relative_to(project_root().resolve()):
-        return
-    try:
-        with PageStore(store_folder(None)) as store:
-            store.index_run(run, pages_read)
-    except (OSError, ReplayError) as exc:
-        print(f"judge-replay: warning: page store not updated ({exc})", file=sys.stderr)
+    if run.path.resolve().is_relative_to(project_root().resolve()):
+        index_or_warn([run], pages_read)
 
 
 def replay_run(run: Run | str | Path, **options: Any) -> ResultsFile:

@@ -144,15 +144,21 @@ def judge_demo(learn: Any, model: Any, run: str, *extra: str) -> int:
                  "--learn-url", learn.url, "--anthropic-base-url", model.url, "--no-progress", *extra])
 
 
-def damage_page_store(store: Path) -> None:
-    """Overwrite the root pages of the page store's `Cache` table and its indexes (found in the database's
-    schema) with junk, leaving its schema and `Settings` whole: the store opens, and the damage shows
-    when its pages are read or written ("database disk image is malformed"), as after a disk error."""
+def damage_page_store(store: Path, part: str = "pages") -> None:
+    """Damage the page store as a disk error or a half-copied folder would. `pages`: overwrite the root
+    pages of its `Cache` table and indexes (found in the database's schema) with junk, leaving its schema
+    and `Settings` whole, so the store opens and the damage shows when its pages are read or written
+    ("database disk image is malformed"). `values`: cut every pickled value short (sqlite reads them
+    well; unpickling them fails)."""
     import sqlite3
 
     db = store / "cache.db"
     con = sqlite3.connect(db)
     try:
+        if part == "values":
+            with con:
+                con.execute("UPDATE Cache SET value = substr(value, 1, 4) WHERE mode = 4")  # diskcache's MODE_PICKLE
+            return
         roots = [page for name, page in con.execute("SELECT name, rootpage FROM sqlite_master") if name.startswith("Cache")]
     finally:
         con.close()

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from factories import parse_printed_command, write_json, write_run
+from factories import damage_page_store, parse_printed_command, write_json, write_run
 from replay._cassette import load_cassette
 from replay._cli.main import main
 from replay._learn import LearnClient
@@ -228,6 +228,27 @@ def test_a_live_snapshot_ends_its_sessions_after_recording_and_records_no_ending
     recorded = [it for cassette in sorted(snapshot.glob("*.yaml")) for it in load_cassette(cassette)]
     assert recorded and {it.method for it in recorded} == {"POST"}  # the endings are not in the snapshot
     assert json.loads((snapshot / "run.json").read_text())["stats"]["interactions"] == len(recorded)
+
+
+def test_a_live_snapshot_with_a_damaged_page_store_still_reports_and_warns(tmp_path, capsys):
+    """The store is derived from the cassettes: one that cannot be written costs a warning, not the
+    snapshot just fetched nor its report."""
+    learn = start_learn(write_pages(tmp_path / "pages-v1", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1}))
+    try:
+        cassettes, store = tmp_path / "cassettes", tmp_path / "store"
+        old = write_recorded_run(cassettes / "v3-old", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+        claims = write_claims(tmp_path / "claims")
+        code, _, err = run_cli(capsys, "drift", old, "--live", "--learn-url", learn.url, "--claims", claims,
+                               "--cassettes", cassettes, "--store", store, "--json")
+        assert code == 0, err
+        damage_page_store(store)
+        code, out, err = run_cli(capsys, "drift", old, "--live", "--learn-url", learn.url, "--claims", claims,
+                                 "--cassettes", cassettes, "--store", store, "--json")
+    finally:
+        learn.stop()
+    assert code == 0, err
+    assert (Path(json.loads(out)["snapshot"]) / "run.json").is_file()
+    assert err.count("\n") == 1 and "warning: page store not updated (" in err and "a damaged one" in err
 
 
 def test_a_live_snapshot_keeps_the_credentials_of_the_learn_url_nowhere(tmp_path, capsys):

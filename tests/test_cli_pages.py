@@ -156,7 +156,8 @@ def test_history_of_a_refused_url_shows_no_version_and_says_the_server_refused_i
     assert code == 0 and "nothing to compare" in out
 
 
-def test_a_damaged_store_is_one_line_naming_it_and_a_recording_still_lands(tmp_path, capsys):
+@pytest.mark.parametrize("damaged", ["pages", "values"])
+def test_a_damaged_store_is_one_line_naming_it_and_a_recording_still_lands(tmp_path, capsys, damaged):
     """The store is derived from the cassettes: a recording whose run is written warns that the store was
     not updated (exit 0); `pages history` says the store is damaged (exit 2). Never an internal error."""
     import os
@@ -181,13 +182,13 @@ def test_a_damaged_store_is_one_line_naming_it_and_a_recording_still_lands(tmp_p
 
         assert record("cassettes/a").returncode == 0
         store = tmp_path / ".judge-replay" / "pages"
-        damage_page_store(store)
+        damage_page_store(store, damaged)
         done = record("cassettes/b")
 
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "cassettes" / "b" / "run.json").is_file()
     warning = [line for line in done.stderr.splitlines() if "page store not updated" in line]
-    assert len(warning) == 1 and str(store) in warning[0] and "damaged" in warning[0]
+    assert len(warning) == 1 and "(.judge-replay/pages: not a page store, or a damaged one" in warning[0]
     assert "internal error" not in done.stderr and "Traceback" not in done.stderr
 
     os.chdir(tmp_path)

@@ -12,7 +12,7 @@ from replay._cassette import load_cassette, save_cassette
 from replay._errors import UsageError
 from replay._pagestore import PageStore, cassettes_root, open_indexed_store, store_folder
 from replay._mcp import NOT_LEARN_REFUSAL, normalise_learn_url
-from replay._runs import Run, cassette_name
+from replay._runs import MANIFEST, Run, cassette_name
 from replay._text import sha256_text
 
 URL = "https://learn.microsoft.com/azure/p"
@@ -189,14 +189,28 @@ def test_a_file_or_a_garbage_folder_for_a_store_is_bad_input_naming_it(tmp_path)
         PageStore(tmp_path / "garbage")
 
 
-def test_a_store_damaged_after_it_was_written_is_bad_input_naming_it_not_a_database_error(tmp_path):
+@pytest.mark.parametrize("damaged", ["pages", "values"])
+def test_a_store_damaged_after_it_was_written_is_bad_input_naming_it_not_a_database_error(tmp_path, damaged):
     from replay._errors import InputError
 
     runs = [run_reading(tmp_path / f"r{n}", V1 if n % 2 else V2, f"2026-01-0{n + 1}T00:00:00Z",
-                        url=f"{URL}/{n}") for n in range(8)]
+                        url=f"{URL}/{n % 4}") for n in range(8)]  # the later runs read the same pages
     with PageStore(tmp_path / "store") as store:
         store.index_runs(runs[:4])
-    damage_page_store(tmp_path / "store")
-    with pytest.raises(InputError, match="store: not a page store, or a damaged one .*malformed"):
-        with PageStore(tmp_path / "store") as store:  # it opens: the damage shows when its pages are used
+    damage_page_store(tmp_path / "store", damaged)
+    with PageStore(tmp_path / "store") as store:  # it opens: the damage shows when its pages are used
+        with pytest.raises(InputError, match="store: not a page store, or a damaged one"):
             store.index_runs(runs[4:])
+        with pytest.raises(InputError, match="store: not a page store, or a damaged one"):
+            store.versions(f"{URL}/0")
+
+
+def test_a_run_that_cannot_be_read_is_named_not_the_store(tmp_path):
+    """Reading a run's own files fails naming them: the store is not blamed for it."""
+    run = run_reading(tmp_path / "r1", V1, "2026-01-01T00:00:00Z")
+    (run.path / MANIFEST).unlink()
+    (run.path / MANIFEST).mkdir()
+    with PageStore(tmp_path / "store") as store:
+        with pytest.raises(IsADirectoryError) as caught:
+            store.index_run(run)
+    assert caught.value.filename == str(run.path / MANIFEST)

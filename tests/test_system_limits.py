@@ -74,7 +74,7 @@ def test_a_run_of_more_files_than_the_process_may_open_ends_every_session_unreco
 @pytest.mark.parametrize("batch_seconds", [60, 0])
 def test_a_batch_run_that_cannot_journal_a_batch_cancels_it_and_says_so(tmp_path: Path, batch_seconds: int) -> None:
     """No --resume could find a batch the journal does not hold: it is canceled (a real batch takes a while:
-    60 s), or it had ended already (0 s: billed), and the error names it and its journal."""
+    60 s), or it had ended already (0 s: billed); the run stops with one line naming the journal and the batch."""
     claims = _many_claims_files(tmp_path / "claims", files=20)
 
     # Python ignores SIGXFSZ: a longer write fails (EFBIG).
@@ -90,7 +90,9 @@ def test_a_batch_run_that_cannot_journal_a_batch_cancels_it_and_says_so(tmp_path
     assert "File too large" in done.stderr and "run.batches.json" in done.stderr  # the journal the rounds could not write
     assert not (tmp_path / "run").exists()
     [batch] = batches
-    said = f"batch {batch.id} was submitted but could not be kept in this journal, "
+    said = (f"judge-replay: .judge-replay-staging/run.batches.json: File too large; batch {batch.id} was submitted but "
+            "could not be kept in this journal, ")
+    assert done.stderr.count("\n") == 1  # that line alone: the run stopped (not a connection error per file)
     if batch_seconds:
         assert batch.cancel_at is not None and said + "so it was canceled" in done.stderr
     else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from datetime import datetime, timezone
-from pathlib import Path
 
 import click
 from rich.table import Table
@@ -17,7 +16,7 @@ from .._drift import AT_RISK_STATUSES, STATUS_ORDER, unchecked
 from .._drift_runs import drift_items, record_page_snapshot, run_drift
 from .._errors import CheckFailed, UsageError
 from .._io import load_claims, model_json_pieces, printable
-from .._pagestore import PageStore, cassettes_root, store_folder
+from .._pagestore import cassettes_root, index_or_warn
 from .._records import LEARN_MCP_URL, Claim, DriftClaim, DriftReport
 from .._render import console_for, print_table
 from .._runs import Run, new_runs_folder
@@ -62,8 +61,7 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
         endpoint = str(setting("learn-url", learn_url, LEARN_MCP_URL))
         snapshot = record_page_snapshot(old_run, endpoint, cassettes_root(cassettes), now)
         new_run = Run(snapshot)
-        with PageStore(store_folder(store)) as page_store:
-            page_store.index_runs([old_run, new_run])
+        index_or_warn([old_run, new_run], store=store)
         against_name = str(snapshot)
     else:
         new_run = Run(str(against))
