@@ -58,7 +58,7 @@ import httpx2
 from ._cache_control import Lifetime, lifetime_for, without_breakpoints
 from ._cost import CostBudget, usage_from_response
 from ._errors import ReplayError, SystemFailed, UsageError, debugging
-from ._io import atomic_write_text, display_path, read_json
+from ._io import atomic_write_text, display_path, printable, read_json
 from ._learn import shared_ssl_context
 from ._mcp import STAND_IN_HEADER
 from ._runfolder import STAGING_FOLDER
@@ -236,7 +236,7 @@ def _failure_of_rounds(error: BaseException) -> Exception:
     if isinstance(error, OSError):
         reason = error.strerror or str(error)
         return SystemFailed(f"{display_path(error.filename)}: {reason}" if error.filename else reason)
-    if isinstance(error, SystemFailed):  # a batch the journal could not keep (`_unjournaled`)
+    if isinstance(error, SystemFailed):  # the journal could not be written (`_journal_failed`)
         return SystemFailed(str(error))
     return RuntimeError(f"the batch rounds stopped on an unexpected error: {type(error).__name__}: {error}")
 
@@ -269,9 +269,12 @@ class BatchRounds:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         self.stop()
         self._thread.join()
+        if isinstance(self._error, SystemFailed) and (kind is None or not issubclass(kind, SystemFailed)):
+            # the run ends another way (Ctrl-C): what the rounds stopped on names a batch, say it still
+            print(f"judge-replay: {printable(str(self._error))}", file=sys.stderr)
 
     def stop(self) -> None:
         """End the rounds (Ctrl-C, or the run is over); waiting conversations are interrupted."""
@@ -357,7 +360,10 @@ class BatchRounds:
             self._wait_for(batch_id, len(batches[batch_id]))
             self.journal.used.add(batch_id)
         if submitted:
-            self.journal.measured(time.monotonic() - started)
+            try:
+                self.journal.measured(time.monotonic() - started)
+            except (OSError, ReplayError) as exc:
+                raise self._journal_failed(exc) from exc
         for batch_id, ws in batches.items():
             results = self._results[batch_id]
             for w in ws:
@@ -396,7 +402,7 @@ class BatchRounds:
                 try:
                     self.journal.add(batch.id, {c.custom_id: c.digest for c in chunk})
                 except (OSError, ReplayError) as exc:
-                    raise self._unjournaled(batch.id, exc) from exc
+                    raise self._journal_failed(exc, unkept=batch.id) from exc
                 for c in chunk:
                     c.attempts += 1
                 out[batch.id] = chunk
@@ -406,34 +412,43 @@ class BatchRounds:
                 size += entry_size
         return out
 
-    def _unjournaled(self, batch_id: str, exc: OSError | ReplayError) -> SystemFailed:
-        """A batch submitted that the journal could not keep (a full disk): no `--resume` could find it, so
-        it is canceled now rather than paid for unused (requests it already ran are still billed). The
-        error that stops the run names the journal, why it failed and what became of the batch. Neither
-        call waits long, nor retries: the run is stopping."""
-        client = self._client.with_options(timeout=_CANCEL_SECONDS, max_retries=0)
-        failed = ""
-        try:
-            batch: anthropic.types.messages.MessageBatch | None = client.messages.batches.cancel(batch_id)
-        except anthropic.APIError as cancel:
-            failed = (cancel.api_message if isinstance(cancel, anthropic.APIStatusError) else None) or cancel.message
-            try:
-                batch = client.messages.batches.retrieve(batch_id)
-            except anthropic.APIError:
-                batch = None
-        if batch is not None and (batch.processing_status == "canceling" or batch.request_counts.canceled > 0):
-            fate = "so it was canceled"
-        elif batch is not None and batch.processing_status == "ended":
-            fate = "and it had already ended (its requests are billed)"
-        else:
-            fate = f"and canceling it failed ({failed or 'it is still ' + str(batch and batch.processing_status)}): " \
-                   "cancel it in the Claude Console"
+    def _journal_failed(self, exc: OSError | ReplayError, unkept: str | None = None) -> SystemFailed:
+        """The error that stops the run when the journal cannot be written (a full disk): the journal and
+        why, what became of the batch `unkept` it could not keep (`_cancel_unkept`), and that the batches
+        it holds are kept for `--resume`."""
         if isinstance(exc, OSError):
             path, reason = exc.filename or self.journal.path, exc.strerror or str(exc)
         else:
             path, reason = getattr(exc, "path", None) or self.journal.path, getattr(exc, "reason", str(exc))
-        return SystemFailed(f"{display_path(path) if path else 'the batch journal'}: {reason}; batch {batch_id} was "
-                            f"submitted but could not be kept in this journal, {fate}")
+        said = [f"{display_path(path) if path else 'the batch journal'}: {reason}"]
+        if unkept is not None:
+            said.append(f"batch {unkept} was submitted but could not be kept in this journal, {self._cancel_unkept(unkept)}")
+        if self.journal.batches:
+            said.append(f"the {len(self.journal.batches)} batch(es) it holds are kept: run the same command with --resume "
+                        "once there is room, to continue from them")
+        return SystemFailed("; ".join(said))
+
+    def _cancel_unkept(self, batch_id: str) -> str:
+        """Cancel a batch submitted that the journal could not keep: no `--resume` could find it, so it
+        would be paid for unused (requests it already ran are billed anyway). What became of it, in words.
+        Neither call waits long, nor retries: the run is stopping."""
+        client = self._client.with_options(timeout=_CANCEL_SECONDS, max_retries=0)
+        failed = ""
+        batch: anthropic.types.messages.MessageBatch | None = None
+        try:
+            batch = client.messages.batches.cancel(batch_id)
+        except Exception as cancel:  # an API error, or anything else: the batch must still be named
+            failed = (cancel.api_message if isinstance(cancel, anthropic.APIStatusError) else None) or str(cancel)
+            try:
+                batch = client.messages.batches.retrieve(batch_id)
+            except Exception:
+                batch = None
+        if batch is not None and batch.cancel_initiated_at is not None:
+            return "so its cancellation was asked for (requests already running may still finish, and are billed)"
+        if batch is not None and batch.processing_status == "ended":
+            return "and it had already ended (its requests are billed)"
+        status = f"it is {batch.processing_status}" if batch is not None else "its state is unknown"
+        return f"and canceling it failed ({failed or status}): cancel it in the Claude Console"
 
     def _wait_for(self, batch_id: str, requests: int) -> None:
         """Poll a batch until it has ended (showing its progress), then read its results."""

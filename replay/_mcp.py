@@ -26,8 +26,12 @@ _LOCALE = re.compile(r"^/[a-z]{2}-[a-z]{2}(?=/|$)", re.I)
 @functools.lru_cache(maxsize=4096)
 def normalise_learn_url(url: str) -> str:
     """SPEC.md URL normalisation: scheme and host lower-cased, `/en-us/`-style locale, fragment and
-    trailing slash dropped."""
-    parts = urlsplit(url.strip())
+    trailing slash dropped. A text that is no URL (`https://[host`: the model or a user may give any) is
+    kept as it is, stripped: it stands for itself."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return url.strip()
     path = _LOCALE.sub("", parts.path)
     if len(path) > 1:
         path = path.rstrip("/")

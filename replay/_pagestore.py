@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import pickle
 import sqlite3
 import sys
 import traceback
@@ -114,32 +113,37 @@ def cassettes_root(flag: str | Path | None = None) -> Path:
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
-_DAMAGE = (sqlite3.DatabaseError, pickle.UnpicklingError, EOFError, LookupError, TypeError, AttributeError, ValueError)
-"""What a damaged store raises when read: a database sqlite cannot read, a value that does not unpickle,
-a value of a shape this module never wrote."""
-
-
 def _store_errors(method: _Method) -> _Method:
     """A `PageStore` method whose store fails says so as our error, naming the store: one it cannot use
-    now (locked by another process past diskcache's 60 s wait, a full disk, no permission: UsageError) or a
-    damaged one (InputError), whenever that shows, on opening or later."""
+    now (locked by another process, a full disk, no permission: UsageError) or a damaged database
+    (InputError), whenever that shows, on opening or later. (A damaged value: `PageStore._get`.)"""
 
     @functools.wraps(method)
     def checked(self: PageStore, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
-        except diskcache.Timeout as exc:
-            raise UsageError(f"cannot use the page store at {display_path(self.folder)}: another process holds "
-                             "it locked") from exc
+        except diskcache.Timeout as exc:  # diskcache's name for a write it could not begin
+            raise UsageError(f"cannot use the page store at {display_path(self.folder)}: it is locked by another "
+                             "process, or cannot be written") from exc
         except (OSError, sqlite3.OperationalError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise UsageError(f"cannot use the page store at {display_path(self.folder)}: {reason}") from exc
-        except _DAMAGE as exc:
-            raise InputError(display_path(self.folder), f"not a page store, or a damaged one ({type(exc).__name__}: "
-                             f"{exc}); move it aside: a new one is filled from the runs under the cassettes folder "
-                             "(what only runs deleted since read stays in the old one)") from exc
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from exc
 
     return checked  # type: ignore[return-value]
+
+
+def _is_url_entry(value: Any) -> bool:
+    """Whether a `url:` value has the shape `PageStore` writes (see the module docstring)."""
+    def runs_by(key: Any) -> bool:
+        return isinstance(key, dict) and all(
+            isinstance(name, str) and isinstance(runs, dict)
+            and all(isinstance(rec, str) and isinstance(at, str) for rec, at in runs.items())
+            for name, runs in key.items())
+
+    return (isinstance(value, dict) and isinstance(value.get("url"), str) and runs_by(value.get("seen"))
+            and runs_by(value.get("no_page", {})))
 
 
 class PageStore:
@@ -151,6 +155,24 @@ class PageStore:
         if self.folder.exists() and not self.folder.is_dir():
             raise InputError(self.folder, "is a file, not a page store folder (--store / [tool.judge-replay] page-store)")
         self._cache = diskcache.Cache(str(self.folder))
+
+    def _damaged(self, exc: BaseException) -> InputError:
+        return InputError(display_path(self.folder), f"not a page store, or a damaged one ({type(exc).__name__}: {exc}); "
+                          "move it aside: a new one is filled from the runs under the cassettes folder (what only "
+                          "runs deleted since read stays in the old one)")
+
+    def _get(self, key: str, shaped: Callable[[Any], bool]) -> Any:
+        """The value under `key` (None when absent), if it has the shape this module writes there; a value
+        that cannot be read back (damaged pickle bytes) or has another shape means a damaged store."""
+        try:
+            value = self._cache.get(key)
+        except (diskcache.Timeout, OSError, sqlite3.Error):
+            raise  # `_store_errors` says what they mean
+        except Exception as exc:  # unpickling damaged bytes raises nearly anything
+            raise self._damaged(exc) from exc
+        if value is not None and not shaped(value):
+            raise self._damaged(ValueError(f"{key}: a value of another shape than the store writes"))
+        return value
 
     def __enter__(self) -> PageStore:
         return self
@@ -186,8 +208,8 @@ class PageStore:
         self._cache.set(f"url:{normalise_learn_url(url)}", entry)
 
     def _entry(self, url: str) -> dict[str, Any]:
-        found = self._cache.get(f"url:{normalise_learn_url(url)}")
-        return found if isinstance(found, dict) else {"url": url, "seen": {}}
+        found = self._get(f"url:{normalise_learn_url(url)}", _is_url_entry)
+        return found if found is not None else {"url": url, "seen": {}}
 
     def index_run(self, run: Run, pages_read: dict[str, list[PageFetched]] | None = None) -> bool:
         """Add the pages one run read, as one recording of its folder; False when that folder is already
@@ -208,7 +230,7 @@ class PageStore:
 
     @_store_errors
     def _indexed(self, folder: str, manifest_sha: str) -> bool:
-        known = self._cache.get(f"run:{folder}")
+        known = self._get(f"run:{folder}", lambda v: isinstance(v, dict))
         return bool(known) and known.get("manifest_sha256") == manifest_sha and known.get("layout") == INDEX_LAYOUT
 
     @_store_errors
@@ -237,7 +259,7 @@ class PageStore:
         out = []
         for key in self._cache.iterkeys():
             if isinstance(key, str) and key.startswith("url:"):
-                entry = self._cache.get(key)
+                entry = self._get(key, _is_url_entry)
                 if any(sha != LEGACY_NO_PAGE for sha in entry["seen"]):
                     out.append(entry["url"])
         return sorted(out)
@@ -245,7 +267,7 @@ class PageStore:
     @_store_errors
     def versions(self, url: str) -> list[PageRecord]:
         """Every recorded version of a page, oldest first (by first seen, then last seen)."""
-        entry = self._cache.get(f"url:{normalise_learn_url(url)}")
+        entry = self._get(f"url:{normalise_learn_url(url)}", _is_url_entry)
         if not entry:
             return []
         seen = {sha: runs for sha, runs in entry["seen"].items() if sha != LEGACY_NO_PAGE}
@@ -265,7 +287,7 @@ class PageStore:
     @_store_errors
     def no_page_answers(self, url: str) -> list[NoPageAnswer]:
         """The runs whose fetch of a URL got no page, one entry per reason, oldest first."""
-        entry = self._cache.get(f"url:{normalise_learn_url(url)}")
+        entry = self._get(f"url:{normalise_learn_url(url)}", _is_url_entry)
         answers: dict[str, dict[str, str]] = (entry or {}).get("no_page", {})
         labels = _labels({rec for runs in answers.values() for rec in runs})
         out = []
@@ -280,13 +302,13 @@ class PageStore:
         return sorted(out, key=lambda a: (a.first_seen, a.last_seen, a.reason))
 
     def _stand_ins(self, recording: str) -> list[str]:
-        found = self._cache.get(f"recording:{recording}")
-        return list(found.get("stand_ins", [])) if isinstance(found, dict) else []
+        found = self._get(f"recording:{recording}", lambda v: isinstance(v, dict) and isinstance(v.get("stand_ins", []), list))
+        return list(found.get("stand_ins", [])) if found is not None else []
 
     @_store_errors
     def text(self, sha256: str) -> str | None:
-        value = self._cache.get(f"text:{sha256}")
-        return value if isinstance(value, str) else None
+        value: str | None = self._get(f"text:{sha256}", lambda v: isinstance(v, str))
+        return value
 
     def version(self, url: str, prefix: str) -> PageRecord:
         """The version of a page whose hash starts with `prefix`; UsageError (listing the known ones)
@@ -328,16 +350,18 @@ def index_or_warn(runs: Iterable[Run], pages_read: dict[str, list[PageFetched]] 
                   store: str | Path | None = None) -> None:
     """Add the pages these runs read to the page store (`--store`, else the project's), as a recording or
     `drift --live` does once its run is written. The cassettes stay the truth and the store is filled
-    from them again when needed, so a store that cannot be written (damaged, locked, a full disk) costs
-    a warning on stderr, never the command (its traceback with JUDGE_REPLAY_DEBUG=1)."""
+    from them again when needed, so a store that cannot be written (damaged, a full disk, locked by another
+    process past diskcache's 60 s wait, or Ctrl-C while it waits) costs a warning on stderr, never the
+    command (its traceback with JUDGE_REPLAY_DEBUG=1)."""
     try:
         with PageStore(store_folder(store)) as page_store:
             for run in runs:
                 page_store.index_run(run, pages_read)
-    except Exception as exc:
+    except (Exception, KeyboardInterrupt) as exc:  # Ctrl-C while it waits for a lock: the run is written
         if debugging():
             traceback.print_exception(exc)
-        print(f"judge-replay: warning: page store not updated ({printable(str(exc))})", file=sys.stderr)
+        why = "interrupted" if isinstance(exc, KeyboardInterrupt) else printable(str(exc))
+        print(f"judge-replay: warning: page store not updated ({why})", file=sys.stderr)
 
 
 def open_indexed_store(store: str | Path | None = None, cassettes: str | Path | None = None) -> PageStore:

@@ -66,6 +66,11 @@ def test_unknown_url_or_hash_exit_2_listing_what_is_known(tmp_path, cassettes, c
     assert code == 2 and "no such cassettes folder" in err
 
 
+def test_a_url_that_does_not_parse_is_an_unknown_page_not_a_crash(tmp_path, cassettes, capsys):
+    code, out, err = pages(capsys, tmp_path, cassettes, "history", "https://[learn.microsoft.com/azure/ai/quotas")
+    assert code == 2 and out == "" and err.startswith("judge-replay: no recorded version of https://[learn") and "error" not in err
+
+
 def test_a_page_with_one_version_has_nothing_to_diff(tmp_path, capsys):
     root = tmp_path / "c"
     write_run(root / "only", results=[{"file": "docs/q.md", "results": []}], pages={"docs/q.md": {URL: V1}})
@@ -156,13 +161,15 @@ def test_history_of_a_refused_url_shows_no_version_and_says_the_server_refused_i
     assert code == 0 and "nothing to compare" in out
 
 
-@pytest.mark.parametrize("damaged", ["pages", "values"])
-def test_a_damaged_store_is_one_line_naming_it_and_a_recording_still_lands(tmp_path, capsys, damaged):
-    """The store is derived from the cassettes: a recording whose run is written warns that the store was
-    not updated (exit 0); `pages history` says the store is damaged (exit 2). Never an internal error."""
+def _record_twice(tmp_path, between, interrupt_once_written=False):
+    """Record the demo's quotas claims into a project (its store under .judge-replay/pages) as
+    cassettes/a, then again as cassettes/b within `between(store)`: that second recording's warnings
+    about the store. `interrupt_once_written`: Ctrl-C (SIGINT) the second once its run folder is written."""
     import os
+    import signal
     import subprocess
     import sys
+    import time
     from pathlib import Path
 
     from replay._sim import start_learn, start_model
@@ -175,24 +182,70 @@ def test_a_damaged_store_is_one_line_naming_it_and_a_recording_still_lands(tmp_p
     cli = [sys.executable, "-c", "import sys; from replay._cli.main import main; sys.exit(main())"]
     env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-damaged-store"}
     with start_learn(repo / "demo" / "pages" / "2026-06") as learn, start_model() as model:
-        def record(run: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([*cli, "judge", "--prompt", "v3", "--claims", "claims", "--mode", "record", "--run", run,
-                                   "--no-progress", "--learn-url", learn.url, "--anthropic-base-url", model.url],
-                                  cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+        def record(run):
+            return subprocess.Popen([*cli, "judge", "--prompt", "v3", "--claims", "claims", "--mode", "record", "--run", run,
+                                     "--no-progress", "--learn-url", learn.url, "--anthropic-base-url", model.url],
+                                    cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
-        assert record("cassettes/a").returncode == 0
-        store = tmp_path / ".judge-replay" / "pages"
-        damage_page_store(store, damaged)
-        done = record("cassettes/b")
-
-    assert done.returncode == 0, done.stderr
+        assert record("cassettes/a").wait(timeout=120) == 0
+        with between(tmp_path / ".judge-replay" / "pages"):
+            second = record("cassettes/b")
+            if interrupt_once_written:
+                deadline = time.monotonic() + 60
+                while not (tmp_path / "cassettes" / "b" / "run.json").is_file() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                time.sleep(0.5)  # now in the store's wait: diskcache retries a locked store for 60 s
+                second.send_signal(signal.SIGINT)
+            _, stderr = second.communicate(timeout=120)
+    assert second.returncode == 0, stderr
     assert (tmp_path / "cassettes" / "b" / "run.json").is_file()
-    warning = [line for line in done.stderr.splitlines() if "page store not updated" in line]
-    assert len(warning) == 1 and "(.judge-replay/pages: not a page store, or a damaged one" in warning[0]
-    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr and "interrupted\n" not in stderr
+    return [line for line in stderr.splitlines() if "page store not updated" in line]
 
-    os.chdir(tmp_path)
+
+@pytest.mark.parametrize("damaged", ["pages", "values"])
+def test_a_damaged_store_is_one_line_naming_it_and_a_recording_still_lands(tmp_path, capsys, monkeypatch, damaged):
+    """The store is derived from the cassettes: a recording whose run is written warns that the store was
+    not updated (exit 0); `pages history` says the store is damaged (exit 2). Never an internal error."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def damage(store):
+        damage_page_store(store, damaged)
+        yield
+
+    warning = _record_twice(tmp_path, damage)
+    assert len(warning) == 1 and "(.judge-replay/pages: not a page store, or a damaged one" in warning[0]
+
+    monkeypatch.chdir(tmp_path)
     code = main(["pages", "history", "https://learn.microsoft.com/azure/ai/quotas"])
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and ".judge-replay/pages" in err and "damaged" in err
+
+
+def test_ctrl_c_while_a_recording_waits_for_a_locked_store_keeps_the_run_and_says_the_store_was_not_updated(
+        tmp_path, capsys, monkeypatch):
+    """Another process holds the store locked: the recording, its run written, waits for it (diskcache
+    retries for 60 s); a Ctrl-C then skips the store (exit 0, a warning), and the next use fills it."""
+    import contextlib
+    import sqlite3
+
+    @contextlib.contextmanager
+    def locked(store):
+        con = sqlite3.connect(store / "cache.db", isolation_level=None, timeout=0)
+        con.execute("BEGIN EXCLUSIVE")
+        try:
+            yield
+        finally:
+            con.execute("ROLLBACK")
+            con.close()
+
+    assert _record_twice(tmp_path, locked, interrupt_once_written=True) == [
+        "judge-replay: warning: page store not updated (interrupted)"]
+
+    monkeypatch.chdir(tmp_path)
+    code = main(["pages", "history", "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert {tuple(v["runs"]) for v in json.loads(out)["versions"]} == {("a", "b")}

@@ -28,6 +28,7 @@ def test_tokens_follow_spec():
 
 def test_url_normalisation():
     assert normalise_learn_url("HTTPS://Learn.Microsoft.com/en-us/azure/x/y/#frag") == "https://learn.microsoft.com/azure/x/y"
+    assert normalise_learn_url(" https://[learn.microsoft.com/x ") == "https://[learn.microsoft.com/x"  # no URL: itself
 
 
 def test_prompts_only_v3_defines_rules():

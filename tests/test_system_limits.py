@@ -94,6 +94,35 @@ def test_a_batch_run_that_cannot_journal_a_batch_cancels_it_and_says_so(tmp_path
             "could not be kept in this journal, ")
     assert done.stderr.count("\n") == 1  # that line alone: the run stopped (not a connection error per file)
     if batch_seconds:
-        assert batch.cancel_at is not None and said + "so it was canceled" in done.stderr
+        assert batch.cancel_at is not None and said + "so its cancellation was asked for" in done.stderr
     else:
         assert batch.cancel_at is None and said + "and it had already ended (its requests are billed)" in done.stderr
+
+
+@pytest.mark.parametrize("batch_seconds", [60, 0])
+def test_a_journal_that_cannot_be_written_later_names_the_batches_it_keeps_and_the_one_it_cannot(
+        tmp_path: Path, batch_seconds: int) -> None:
+    """What stops the run when the journal fails after it holds a batch (a full disk at the second round):
+    the journal and why, the new batch's fate, and the batches kept for --resume (the real SDK against the
+    stand-in; the failure handed in as the journal's write raised it)."""
+    import anthropic
+
+    from replay._batch_runner import BatchJournal, BatchRounds
+    from replay._io import display_path
+
+    with start_model(batch_settings=BatchSettings(delay=batch_seconds)) as model:
+        client = anthropic.Anthropic(api_key="sk-ant-test-journal", base_url=model.url, max_retries=0)
+        params = {"model": "claude-sonnet-5-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+        kept, unkept = (client.messages.batches.create(requests=[{"custom_id": f"c-{n}", "params": params}]).id  # type: ignore[list-item]
+                        for n in (1, 2))
+        journal = BatchJournal(tmp_path / "run.batches.json")
+        journal.add(kept, {"c-1": "digest"})
+        rounds = BatchRounds(client, journal, conversations=1, workers=1, progress=False)
+        said = str(rounds._journal_failed(OSError(27, "File too large", str(tmp_path / "run.batches.json")), unkept=unkept))
+        canceled = model.app.batches.get(unkept)
+    assert said.startswith(f"{display_path(tmp_path / 'run.batches.json')}: File too large; batch {unkept} was submitted but could not "
+                           "be kept in this journal, ")
+    assert said.endswith("; the 1 batch(es) it holds are kept: run the same command with --resume once there is room, "
+                         "to continue from them")
+    assert canceled is not None and (canceled.cancel_at is not None) == bool(batch_seconds)
+    assert ("so its cancellation was asked for" if batch_seconds else "and it had already ended") in said
