@@ -424,25 +424,28 @@ class BatchRounds:
         if unkept is not None:
             said.append(f"batch {unkept} was submitted but could not be kept in this journal, {self._cancel_unkept(unkept)}")
         if self.journal.batches:
-            said.append(f"the {len(self.journal.batches)} batch(es) it holds are kept: run the same command with --resume "
-                        "once there is room, to continue from them")
+            said.append(f"the {len(self.journal.batches)} batch(es) it holds are kept for --resume (once there is room)")
         return SystemFailed("; ".join(said))
 
     def _cancel_unkept(self, batch_id: str) -> str:
         """Cancel a batch submitted that the journal could not keep: no `--resume` could find it, so it
         would be paid for unused (requests it already ran are billed anyway). What became of it, in words.
-        Neither call waits long, nor retries: the run is stopping."""
-        client = self._client.with_options(timeout=_CANCEL_SECONDS, max_retries=0)
+        The run is stopping: no retries, and at most `_CANCEL_SECONDS` in all (a server that did not
+        answer the cancel is not asked again)."""
+        client = self._client.with_options(timeout=_CANCEL_SECONDS / 2, max_retries=0)
         failed = ""
         batch: anthropic.types.messages.MessageBatch | None = None
         try:
             batch = client.messages.batches.cancel(batch_id)
         except Exception as cancel:  # an API error, or anything else: the batch must still be named
-            failed = (cancel.api_message if isinstance(cancel, anthropic.APIStatusError) else None) or str(cancel)
-            try:
-                batch = client.messages.batches.retrieve(batch_id)
-            except Exception:
-                batch = None
+            if isinstance(cancel, anthropic.APIStatusError):
+                failed = cancel.api_message or cancel.message
+                try:  # it answered: ask what the batch is (ended already?)
+                    batch = client.messages.batches.retrieve(batch_id)
+                except Exception:
+                    batch = None
+            else:
+                failed = "no answer in time" if isinstance(cancel, anthropic.APITimeoutError) else str(cancel)
         if batch is not None and batch.cancel_initiated_at is not None:
             return "so its cancellation was asked for (requests already running may still finish, and are billed)"
         if batch is not None and batch.processing_status == "ended":
@@ -558,7 +561,8 @@ def _api_failure(exc: anthropic.APIError, journal: BatchJournal) -> tuple[int, s
 
 
 _CANCEL_SECONDS = 30.0
-"""How long canceling a batch the journal could not keep may take (no retries: the run is stopping)."""
+"""How long canceling a batch the journal could not keep may take in all (the cancel, then reading the
+batch back when the cancel was refused; no retries: the run is stopping)."""
 
 
 class _Stopped(Exception):

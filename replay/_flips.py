@@ -13,11 +13,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from ._commands import judge_command
 from ._drift import claim_line_pair
-from ._mcp import normalise_learn_url
+from ._mcp import normalise_learn_url, page_name
 from ._page_diff import changed_values, claim_values_on, line_values, region_diff
 from ._prompts import calibration_rules
 from ._records import GOLD_TO_VERDICT, AnyClaim, ClaimResult, Flip, FlipCause, FlipReport, GoldSet, ResultRow
@@ -270,11 +269,6 @@ def _version(run: RunInput, trace: ClaimTrace, url: str) -> PageRead | None:
     return trace.pages.get(url) or run.pages.get(url)
 
 
-def _page_name(url: str) -> str:
-    path = urlsplit(url).path.rstrip("/")
-    return path.rsplit("/", 1)[-1] or url
-
-
 def _sha(page: PageRead | None) -> str | None:
     if page is None:
         return None
@@ -333,7 +327,7 @@ def _page_evidence(
         ev["note"] = "page could not be retrieved in run " + ("a" if cmp.a.text is None else "b")  # type: ignore[union-attr]
         return ev
     claim_text = claim.claim if claim else ""
-    name = _page_name(ev["url"])
+    name = page_name(ev["url"])
     diff = region_diff(
         text_a, text_b, values=value_tokens(claim_text), quotes=[q for q in (quote_a, quote_b) if q],
         subjects=subject_words(claim_text),
@@ -515,7 +509,7 @@ def _page_reason(pages: list[dict[str, Any]], claim: AnyClaim | None) -> str:
     if not changed:
         return ""
     p = next((p for p in changed if p.get("near_claim")), changed[0])
-    name = _page_name(p["url"])
+    name = page_name(p["url"])
     shas = f"sha {(p['sha256_a'] or '')[:4] or 'missing'}→{(p['sha256_b'] or '')[:4] or 'missing'}"
     if p["sha256_a"] is None or p["sha256_b"] is None:
         gone = "could no longer be retrieved" if p["sha256_b"] is None else "could not be retrieved in A"
@@ -557,7 +551,7 @@ def _clip(text: str, other: str | None = None, n: int = 70) -> str:
 def _path_reason(ta: ClaimTrace, tb: ClaimTrace) -> str:
     def side(t: ClaimTrace) -> str:
         urls = [*t.read, *([t.cited] if t.cited and t.cited not in t.read else [])]
-        names = [_page_name(u) for u in urls] or ["nothing"]
+        names = [page_name(u) for u in urls] or ["nothing"]
         return " + ".join(names)
 
     return f"A read {side(ta)}, B read {side(tb)}"

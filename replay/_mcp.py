@@ -6,7 +6,7 @@ import functools
 import json
 import re
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 FETCH_TOOL = "microsoft_docs_fetch"
 SEARCH_TOOL = "microsoft_docs_search"
@@ -24,18 +24,32 @@ _LOCALE = re.compile(r"^/[a-z]{2}-[a-z]{2}(?=/|$)", re.I)
 
 
 @functools.lru_cache(maxsize=4096)
+def _split(url: str) -> SplitResult | None:
+    """A URL's parts; None for a text that is no URL (`https://[host`: the model or a user may give any),
+    which then stands for itself wherever a URL is read."""
+    try:
+        return urlsplit(url.strip())
+    except ValueError:
+        return None
+
+
 def normalise_learn_url(url: str) -> str:
     """SPEC.md URL normalisation: scheme and host lower-cased, `/en-us/`-style locale, fragment and
-    trailing slash dropped. A text that is no URL (`https://[host`: the model or a user may give any) is
-    kept as it is, stripped: it stands for itself."""
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:
+    trailing slash dropped (a text that is no URL: itself, stripped)."""
+    parts = _split(url)
+    if parts is None:
         return url.strip()
     path = _LOCALE.sub("", parts.path)
     if len(path) > 1:
         path = path.rstrip("/")
     return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, parts.query, ""))
+
+
+def page_name(url: str) -> str:
+    """The last segment of a page URL's path, as reports name a page (a text that is no URL: itself)."""
+    parts = _split(url)
+    path = parts.path.rstrip("/") if parts is not None else ""
+    return path.rsplit("/", 1)[-1] or url
 
 
 def is_missing_page(text: str, is_error: bool = False) -> bool:

@@ -138,7 +138,7 @@ def _is_url_entry(value: Any) -> bool:
     """Whether a `url:` value has the shape `PageStore` writes (see the module docstring)."""
     def runs_by(key: Any) -> bool:
         return isinstance(key, dict) and all(
-            isinstance(name, str) and isinstance(runs, dict)
+            isinstance(name, str) and isinstance(runs, dict) and runs
             and all(isinstance(rec, str) and isinstance(at, str) for rec, at in runs.items())
             for name, runs in key.items())
 
@@ -154,7 +154,7 @@ class PageStore:
         self.folder = Path(folder)
         if self.folder.exists() and not self.folder.is_dir():
             raise InputError(self.folder, "is a file, not a page store folder (--store / [tool.judge-replay] page-store)")
-        self._cache = diskcache.Cache(str(self.folder))
+        self._cache = diskcache.Cache(str(self.folder), eviction_policy="none")  # a version once recorded stays
 
     def _damaged(self, exc: BaseException) -> InputError:
         return InputError(display_path(self.folder), f"not a page store, or a damaged one ({type(exc).__name__}: {exc}); "
@@ -171,7 +171,7 @@ class PageStore:
         except Exception as exc:  # unpickling damaged bytes raises nearly anything
             raise self._damaged(exc) from exc
         if value is not None and not shaped(value):
-            raise self._damaged(ValueError(f"{key}: a value of another shape than the store writes"))
+            raise self._damaged(ValueError(f"{key}: not a value the store writes there"))
         return value
 
     def __enter__(self) -> PageStore:
@@ -260,7 +260,7 @@ class PageStore:
         for key in self._cache.iterkeys():
             if isinstance(key, str) and key.startswith("url:"):
                 entry = self._get(key, _is_url_entry)
-                if any(sha != LEGACY_NO_PAGE for sha in entry["seen"]):
+                if entry is not None and any(sha != LEGACY_NO_PAGE for sha in entry["seen"]):
                     out.append(entry["url"])
         return sorted(out)
 
@@ -275,7 +275,9 @@ class PageStore:
         out = []
         for sha, runs in seen.items():
             ordered = sorted(runs.items(), key=lambda kv: (kv[1], labels[kv[0]]))
-            text = self.text(sha) or ""
+            text = self.text(sha)
+            if text is None:
+                raise self._damaged(LookupError(f"the text of version {sha[:12]} of {entry['url']} is missing"))
             names = tuple(dict.fromkeys(labels[r] for r, _ in ordered))
             stand_in = tuple(dict.fromkeys(labels[r] for r, _ in ordered if "learn" in self._stand_ins(r)))
             out.append(PageRecord(
@@ -307,7 +309,12 @@ class PageStore:
 
     @_store_errors
     def text(self, sha256: str) -> str | None:
-        value: str | None = self._get(f"text:{sha256}", lambda v: isinstance(v, str))
+        """The page text whose sha256 this is; None when the store has none. A text stored under it that
+        is not that text (a value file diskcache keeps beside its database, cut short or gone: diskcache
+        reads a missing one as no value) means a damaged store."""
+        value: str | None = self._get(f"text:{sha256}", lambda v: isinstance(v, str) and sha256_text(v) == sha256)
+        if value is None and f"text:{sha256}" in self._cache:
+            raise self._damaged(LookupError(f"the text of version {sha256[:12]} cannot be read"))
         return value
 
     def version(self, url: str, prefix: str) -> PageRecord:

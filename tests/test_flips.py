@@ -454,3 +454,19 @@ def test_no_crossed_run_is_suggested_when_the_compared_runs_differ_in_model(tmp_
     assert report.flips[0].primary_cause == "prompt+page"
     # A's prompt on B's pages with either model still moves two inputs against one of the runs
     assert not any("--pages-from" in cmd for cmd in report.confirm_commands)
+
+
+def test_a_cited_url_that_is_no_url_is_named_as_itself_not_a_crash(tmp_path, capsys):
+    """The model may cite any text as its evidence URL; `https://[...` does not parse as a URL."""
+    from replay._cli.main import main
+
+    page = learn_page("after", "azure-openai-models.md")
+    cited = "https://[learn.microsoft.com/x"
+    a = run(tmp_path / "a", "v3", V3, [result("models-003", "grounded")], {MODELS_URL: page}, claims=[LOWER_BOUND])
+    b = run(tmp_path / "b", "v3", V3, [result("models-003", "not_grounded", rule="R1", url=cited)], {MODELS_URL: page},
+            claims=[LOWER_BOUND])
+    [flip] = explain_flips(a, b, discover=False).flips
+    assert "prompt" not in flip.causes
+    code = main(["diff", str(a.path), str(b.path)])
+    out, err = capsys.readouterr()
+    assert code in (0, 1) and "models-003" in out and "internal error" not in err

@@ -214,3 +214,40 @@ def test_a_run_that_cannot_be_read_is_named_not_the_store(tmp_path):
         with pytest.raises(IsADirectoryError) as caught:
             store.index_run(run)
     assert caught.value.filename == str(run.path / MANIFEST)
+
+
+@pytest.mark.parametrize("harm", ["gone", "cut short"])
+def test_a_page_text_kept_beside_the_database_that_is_gone_or_cut_short_is_a_damaged_store(tmp_path, harm):
+    """diskcache keeps a text of 32 KB or more in a file of its own; a store missing it (a half-copied
+    folder) must not show the version as empty, nor two versions as the same."""
+    from replay._errors import InputError
+
+    big = "| row | value |\n" * 4000  # 64 KB: a real page's size
+    with PageStore(tmp_path / "store") as store:
+        store.add(URL, big, "2026-01-01T00:00:00Z", "r1")
+        store.add(URL, big + "| new | 1 |\n", "2026-02-01T00:00:00Z", "r2")
+    files = sorted((tmp_path / "store").rglob("*.val"))
+    assert len(files) == 2  # each text in a file of its own
+    for file in files:
+        if harm == "gone":
+            file.unlink()
+        else:
+            file.write_bytes(file.read_bytes()[:20_000])
+    with PageStore(tmp_path / "store") as store:
+        with pytest.raises(InputError, match="store: not a page store, or a damaged one"):
+            store.versions(URL)
+
+
+def test_a_version_read_by_no_run_is_a_damaged_store_not_a_crash(tmp_path):
+    """A shape the store never writes (a version with no run that read it) is damage, said as such."""
+    import diskcache
+
+    from replay._errors import InputError
+
+    with PageStore(tmp_path / "store") as store:
+        store.add(URL, V1, "2026-01-01T00:00:00Z", "r1")
+    with diskcache.Cache(str(tmp_path / "store")) as cache:
+        cache.set(f"url:{normalise_learn_url(URL)}", {"url": URL, "seen": {sha256_text(V1): {}}})
+    with PageStore(tmp_path / "store") as store:
+        with pytest.raises(InputError, match="a damaged one"):
+            store.versions(URL)

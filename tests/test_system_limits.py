@@ -122,7 +122,6 @@ def test_a_journal_that_cannot_be_written_later_names_the_batches_it_keeps_and_t
         canceled = model.app.batches.get(unkept)
     assert said.startswith(f"{display_path(tmp_path / 'run.batches.json')}: File too large; batch {unkept} was submitted but could not "
                            "be kept in this journal, ")
-    assert said.endswith("; the 1 batch(es) it holds are kept: run the same command with --resume once there is room, "
-                         "to continue from them")
+    assert said.endswith("; the 1 batch(es) it holds are kept for --resume (once there is room)")
     assert canceled is not None and (canceled.cancel_at is not None) == bool(batch_seconds)
     assert ("so its cancellation was asked for" if batch_seconds else "and it had already ended") in said

@@ -12,7 +12,7 @@ import click
 from .._commands import judge_command, retry_failed_command
 from .._config import project_prices, setting
 from .._cost import CostBudget, cost_line, file_cost, total_usd
-from .._errors import UsageError
+from .._errors import SystemFailed, UsageError
 from .._io import printable
 from .._records import LEARN_MCP_URL, VERDICTS
 from .._runs import Run
@@ -136,7 +136,7 @@ def command(
             retry_failed=retry_failed,
             route=route,
         )
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemFailed):  # Ctrl-C, or a batch journal that could not be written
         if route is not None and route.command_choices()["resume"]:
             resume_command = judge_command(
                 prompt=str(prompt), claims=claims_paths, run=run_dir, mode=mode, model=model, learn_url=learn_url,
