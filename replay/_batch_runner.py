@@ -424,7 +424,7 @@ class BatchRounds:
         if unkept is not None:
             said.append(f"batch {unkept} was submitted but could not be kept in this journal, {self._cancel_unkept(unkept)}")
         if self.journal.batches:
-            said.append(f"the {len(self.journal.batches)} batch(es) it holds are kept for --resume (once there is room)")
+            said.append(f"the {len(self.journal.batches)} batch(es) the journal holds are kept for --resume")
         return SystemFailed("; ".join(said))
 
     def _cancel_unkept(self, batch_id: str) -> str:

@@ -32,10 +32,10 @@ import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode
 
 from ._cache_control import without_breakpoints
-from ._mcp import FETCH_TOOL
+from ._mcp import FETCH_TOOL, split_url
 
 Kind = Literal["model", "learn", "other"]
 RequestKey = tuple[str, str, str, str]
@@ -104,12 +104,12 @@ def canonical_request(method: str, uri: str, body: bytes | str | None) -> Canoni
 
 def _canonical(method: str, uri: str, text: str, parsed: Any) -> CanonicalRequest:
     """`canonical_request` of a body whose text is `text`, parsed as `parsed` (`_parse_json(text)`)."""
-    parts = urlsplit(uri)
-    query = "?" + urlencode(sorted(parse_qsl(parts.query, keep_blank_values=True))) if parts.query else ""
+    path, raw_query = _path_and_query(uri)
+    query = "?" + urlencode(sorted(parse_qsl(raw_query, keep_blank_values=True))) if raw_query else ""
     method = method.upper()
     if is_model_uri(uri):
         canonical = _canonical_json(without_breakpoints(parsed)) if parsed is not None else text
-        return CanonicalRequest(("model", method, parts.path + query, canonical), "model", parsed)
+        return CanonicalRequest(("model", method, path + query, canonical), "model", parsed)
     if isinstance(parsed, dict) and "jsonrpc" in parsed:
         rpc_method = str(parsed.get("method", ""))
         params = _params(parsed)
@@ -119,7 +119,7 @@ def _canonical(method: str, uri: str, text: str, parsed: Any) -> CanonicalReques
     if isinstance(parsed, list) and parsed and all(isinstance(m, dict) and "jsonrpc" in m for m in parsed):
         matched_batch = [[m.get("method"), _params(m).get("name"), _params(m).get("arguments")] for m in parsed]
         return CanonicalRequest(("learn", method, "batch" + query, _canonical_json(matched_batch)), "learn", parsed, "batch")
-    return CanonicalRequest(("other", method, parts.path + query, text), "other", parsed)
+    return CanonicalRequest(("other", method, path + query, text), "other", parsed)
 
 
 def sent_key(method: str, uri: str, body: bytes | str | None) -> SentKey:
@@ -131,9 +131,10 @@ def sent_key(method: str, uri: str, body: bytes | str | None) -> SentKey:
 
 @functools.lru_cache(maxsize=256)
 def _path_and_query(uri: str) -> tuple[str, str]:
-    """A URI's path and query, split once per URI (a run sends thousands of requests to a few)."""
-    parts = urlsplit(uri)
-    return parts.path, parts.query
+    """A URI's path and query, split once per URI (a run sends thousands of requests to a few); a text
+    that is no URL (a hand-edited cassette) is all path (`_mcp.split_url`)."""
+    parts = split_url(uri)
+    return (parts.path, parts.query) if parts is not None else (uri, "")
 
 
 def is_model_uri(uri: str) -> bool:

@@ -24,9 +24,9 @@ _LOCALE = re.compile(r"^/[a-z]{2}-[a-z]{2}(?=/|$)", re.I)
 
 
 @functools.lru_cache(maxsize=4096)
-def _split(url: str) -> SplitResult | None:
-    """A URL's parts; None for a text that is no URL (`https://[host`: the model or a user may give any),
-    which then stands for itself wherever a URL is read."""
+def split_url(url: str) -> SplitResult | None:
+    """A URL's parts; None for a text that is no URL (`https://[host`: the model, a user or a hand-edited
+    cassette may give any), which then stands for itself wherever a URL is read: the one rule for it."""
     try:
         return urlsplit(url.strip())
     except ValueError:
@@ -36,7 +36,7 @@ def _split(url: str) -> SplitResult | None:
 def normalise_learn_url(url: str) -> str:
     """SPEC.md URL normalisation: scheme and host lower-cased, `/en-us/`-style locale, fragment and
     trailing slash dropped (a text that is no URL: itself, stripped)."""
-    parts = _split(url)
+    parts = split_url(url)
     if parts is None:
         return url.strip()
     path = _LOCALE.sub("", parts.path)
@@ -47,7 +47,7 @@ def normalise_learn_url(url: str) -> str:
 
 def page_name(url: str) -> str:
     """The last segment of a page URL's path, as reports name a page (a text that is no URL: itself)."""
-    parts = _split(url)
+    parts = split_url(url)
     path = parts.path.rstrip("/") if parts is not None else ""
     return path.rsplit("/", 1)[-1] or url
 

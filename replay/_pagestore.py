@@ -196,7 +196,8 @@ class PageStore:
         """A page version: `recording` read `text` at `url`."""
         sha = sha256_text(text)
         if f"text:{sha}" not in self._cache:
-            self._cache.set(f"text:{sha}", text)
+            self._cache.set(f"text:{sha}", text.encode("utf-8"))  # bytes: diskcache reads a text file back with
+            # universal newlines, which would turn a page's \r\n into \n
         entry = self._entry(url)
         entry["seen"].setdefault(sha, {})[recording] = seen_at
         self._cache.set(f"url:{normalise_learn_url(url)}", entry)
@@ -311,11 +312,15 @@ class PageStore:
     def text(self, sha256: str) -> str | None:
         """The page text whose sha256 this is; None when the store has none. A text stored under it that
         is not that text (a value file diskcache keeps beside its database, cut short or gone: diskcache
-        reads a missing one as no value) means a damaged store."""
-        value: str | None = self._get(f"text:{sha256}", lambda v: isinstance(v, str) and sha256_text(v) == sha256)
+        reads a missing one as no value) means a damaged store. (Texts are kept as UTF-8 bytes; a store
+        written before kept them as text, read back as such.)"""
+        value = self._get(f"text:{sha256}", lambda v: isinstance(v, (bytes, str)))
         if value is None and f"text:{sha256}" in self._cache:
             raise self._damaged(LookupError(f"the text of version {sha256[:12]} cannot be read"))
-        return value
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+        if text is not None and sha256_text(text) != sha256:
+            raise self._damaged(ValueError(f"the text of version {sha256[:12]} is not the text recorded"))
+        return text
 
     def version(self, url: str, prefix: str) -> PageRecord:
         """The version of a page whose hash starts with `prefix`; UsageError (listing the known ones)

@@ -608,3 +608,16 @@ def test_a_setting_our_code_reads_must_be_declared(project: Path) -> None:
     with pytest.raises(LookupError, match="not declared"):
         setting("retries", None)
     assert "retries" not in SETTINGS
+
+
+@pytest.mark.parametrize("command", [["cassettes", "verify", "RUN"], ["judge", "--mode", "replay", "--run", "RUN"]])
+def test_a_cassette_uri_that_is_no_url_is_read_as_itself_not_a_crash(tmp_path, capsys, command):
+    """A hand-edited `uri:` that does not parse as a URL (`http://[...`) stands for itself (`_mcp.split_url`)."""
+    run = tmp_path / "v3-demo"
+    shutil.copytree(Path(__file__).parent.parent / "cassettes" / "v3-demo", run)
+    cassette = sorted(run.glob("*.yaml"))[0]
+    cassette.write_text(cassette.read_text("utf-8").replace("uri: http://127.0.0.1:8931/api/mcp",
+                                                            "uri: http://[127.0.0.1:8931/api/mcp", 1), "utf-8")
+    code = main([str(run) if arg == "RUN" else arg for arg in command])
+    _, err = capsys.readouterr()
+    assert code in (0, 1) and "internal error" not in err

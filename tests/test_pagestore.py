@@ -251,3 +251,15 @@ def test_a_version_read_by_no_run_is_a_damaged_store_not_a_crash(tmp_path):
     with PageStore(tmp_path / "store") as store:
         with pytest.raises(InputError, match="a damaged one"):
             store.versions(URL)
+
+
+def test_a_large_page_with_carriage_returns_reads_back_as_recorded(tmp_path):
+    """A text of 32 KB or more lives in a file of diskcache's; kept as bytes, its \\r\\n stay (diskcache reads
+    a text file back with universal newlines: the page would come back altered, and then refused as damaged)."""
+    page = "| row | value |\r\n" * 3000 + "a lone \r return\n"
+    with PageStore(tmp_path / "store") as store:
+        sha = store.add(URL, page, "2026-01-01T00:00:00Z", "r1")
+    with PageStore(tmp_path / "store") as store:
+        assert store.text(sha) == page
+        [version] = store.versions(URL)
+    assert version.sha256 == sha and version.size == len(page.encode("utf-8"))

@@ -122,6 +122,40 @@ def test_a_journal_that_cannot_be_written_later_names_the_batches_it_keeps_and_t
         canceled = model.app.batches.get(unkept)
     assert said.startswith(f"{display_path(tmp_path / 'run.batches.json')}: File too large; batch {unkept} was submitted but could not "
                            "be kept in this journal, ")
-    assert said.endswith("; the 1 batch(es) it holds are kept for --resume (once there is room)")
+    assert said.endswith("; the 1 batch(es) the journal holds are kept for --resume")
     assert canceled is not None and (canceled.cancel_at is not None) == bool(batch_seconds)
     assert ("so its cancellation was asked for" if batch_seconds else "and it had already ended") in said
+
+
+def test_a_run_stopped_by_its_journal_prints_the_resume_command_and_that_command_pays_nothing_twice(tmp_path: Path) -> None:
+    """The journal fits one round's batch but not the next (a full disk at the second round): the run stops
+    with the --resume command printed, as after a Ctrl-C; that command, pasted, finishes the run and
+    submits only the round the journal could not keep."""
+    import shlex
+
+    from factories import parse_printed_command
+
+    _many_claims_files(tmp_path / "claims", files=20)
+    with start_learn(PAGES) as learn, start_model(batch_settings=BatchSettings(delay=0)) as model:
+        base = ["judge", "--prompt", "v3", "--claims", "claims", "--run", "run", "--mode", "record", "--batch", "--no-progress",
+                "--learn-url", learn.url, "--anthropic-base-url", model.url]
+        env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-resume"}
+        stopped = subprocess.run([*_cli("RLIMIT_FSIZE", 4500), *base], cwd=tmp_path, capture_output=True, text=True,
+                                 timeout=300, env=env)
+        before = len(model.app.batches._batches)
+        lines = stopped.stderr.splitlines()
+        assert stopped.returncode == 1, stopped.stderr
+        assert lines[0].startswith("judge: the batches the journal holds are kept; to continue without paying")
+        command = lines[1].strip()
+        assert parse_printed_command(command)["resume"] is True
+        assert lines[2].startswith("judge-replay: .judge-replay-staging/run.batches.json: File too large; batch ")
+        assert lines[2].endswith("; the 1 batch(es) the journal holds are kept for --resume") and len(lines) == 3
+        cli = [sys.executable, "-c", "import sys; from replay._cli.main import main; sys.exit(main())"]
+        resumed = subprocess.run([*cli, *shlex.split(command)[1:]], cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=300, env=env)
+        after = len(model.app.batches._batches)
+    assert resumed.returncode == 0, resumed.stderr
+    assert (tmp_path / "run" / "run.json").is_file()
+    assert before == 2  # the kept batch and the one it could not keep
+    rounds = json.loads((tmp_path / "run" / "run.json").read_text("utf-8"))["batch_ids"]
+    assert after - before == len(rounds) - 1  # resumed: the kept batch answered from, nothing of it paid again

@@ -142,7 +142,7 @@ def command(
                 prompt=str(prompt), claims=claims_paths, run=run_dir, mode=mode, model=model, learn_url=learn_url,
                 anthropic_base_url=anthropic_base_url, pages_from=pages_from, retry_failed=retry_failed,
                 **route.command_choices())
-            click.echo("judge: the batches submitted so far are kept; to continue without paying for them again "
+            click.echo("judge: the batches the journal holds are kept; to continue without paying for them again "
                        f"(--batch --resume):\n  {printable(resume_command)}", err=True)
         raise
     if route is not None:

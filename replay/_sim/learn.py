@@ -24,6 +24,7 @@ from .._mcp import (
     SESSION_HEADER,
     missing_page_text,
     normalise_learn_url,
+    split_url,
 )
 from .._text import tokens
 from ._http import Log, StandIn, StandInHandler, StandInServer
@@ -177,7 +178,8 @@ def load_page(path: Path) -> Page:
     if not isinstance(front, dict) or not isinstance(front.get("url"), str) or not front["url"].strip():
         raise InputError(path, "the front matter has no `url:` (the Learn URL the page is served at)")
     url = front["url"].strip()
-    if urlsplit(url).scheme not in ("http", "https"):
+    parts = split_url(url)
+    if parts is None or parts.scheme not in ("http", "https"):
         raise InputError(path, f"the front matter `url:` is not an http(s) URL: {url!r}")
     body = text[match.end():].lstrip("\r\n")
     sections = _split_sections(body)
@@ -238,11 +240,8 @@ def search_text(pages: dict[str, Page], query: str) -> str:
 
 def is_learn_url(url: str) -> bool:
     """Whether the fetch tool serves this URL at all (the real server refuses any other host)."""
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and (parts.hostname or "").lower() == LEARN_HOST
+    parts = split_url(url)
+    return parts is not None and parts.scheme in ("http", "https") and (parts.hostname or "").lower() == LEARN_HOST
 
 
 def _object(value: Any) -> dict[str, Any]:
