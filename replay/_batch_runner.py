@@ -58,7 +58,7 @@ import httpx2
 from ._cache_control import Lifetime, lifetime_for, without_breakpoints
 from ._cost import CostBudget, usage_from_response
 from ._errors import ReplayError, SystemFailed, UsageError, debugging
-from ._io import atomic_write_text, display_path, printable, read_json
+from ._io import atomic_write_text, display_path, os_error_about, printable, read_json, system_error_text
 from ._learn import shared_ssl_context
 from ._mcp import STAND_IN_HEADER
 from ._runfolder import STAGING_FOLDER
@@ -234,8 +234,7 @@ def _failure_of_rounds(error: BaseException) -> Exception:
     error as one that stops the run, naming its file (a full disk while writing the journal), anything
     else as a bug that says what it was (its traceback printed with JUDGE_REPLAY_DEBUG=1)."""
     if isinstance(error, OSError):
-        reason = error.strerror or str(error)
-        return SystemFailed(f"{display_path(error.filename)}: {reason}" if error.filename else reason)
+        return SystemFailed(system_error_text(error))
     if isinstance(error, SystemFailed):  # the journal could not be written (`_journal_failed`)
         return SystemFailed(str(error))
     return RuntimeError(f"the batch rounds stopped on an unexpected error: {type(error).__name__}: {error}")
@@ -417,10 +416,10 @@ class BatchRounds:
         why, what became of the batch `unkept` it could not keep (`_cancel_unkept`), and that the batches
         it holds are kept for `--resume`."""
         if isinstance(exc, OSError):
-            path, reason = exc.filename or self.journal.path, exc.strerror or str(exc)
+            named = exc if exc.filename or self.journal.path is None else os_error_about(exc, self.journal.path)
+            said = [system_error_text(named)]
         else:
-            path, reason = getattr(exc, "path", None) or self.journal.path, getattr(exc, "reason", str(exc))
-        said = [f"{display_path(path) if path else 'the batch journal'}: {reason}"]
+            said = [str(exc)]  # an InputError names its file
         if unkept is not None:
             said.append(f"batch {unkept} was submitted but could not be kept in this journal, {self._cancel_unkept(unkept)}")
         if self.journal.batches:

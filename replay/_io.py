@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import math
@@ -66,6 +67,15 @@ def atomic_write_chunks(path: str | Path, chunks: Iterable[str]) -> None:
         if isinstance(exc, OSError):
             raise os_error_about(exc, path) from exc
         raise
+
+
+def system_error_text(err: OSError) -> str:
+    """A system error as we say it: the file first (as the user knows it), then the reason."""
+    reason = err.strerror or errno.errorcode.get(err.errno or 0) or str(err)
+    name = err.filename
+    if name is None or name == "":
+        return reason
+    return f"{display_path(name) if isinstance(name, str) else name}: {reason}"
 
 
 def os_error_about(exc: OSError, path: str | Path) -> OSError:

@@ -157,6 +157,7 @@ class PageStore:
         self._cache = diskcache.Cache(str(self.folder), eviction_policy="none")  # a version once recorded stays
 
     def _damaged(self, exc: BaseException) -> InputError:
+        """What a damaged store is said as, `exc` saying how the damage showed."""
         return InputError(display_path(self.folder), f"not a page store, or a damaged one ({type(exc).__name__}: {exc}); "
                           "move it aside: a new one is filled from the runs under the cassettes folder (what only "
                           "runs deleted since read stays in the old one)")

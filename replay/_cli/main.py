@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import importlib
 import os
 import sys
@@ -89,16 +88,6 @@ def _click_error(err: click.ClickException) -> str:
     return message
 
 
-def _system_error(err: OSError) -> str:
-    reason = err.strerror or errno.errorcode.get(err.errno or 0) or str(err)
-    name = err.filename
-    if name is None or name == "":
-        return reason
-    from .._io import display_path
-
-    return f"{display_path(name) if isinstance(name, str) else name}: {reason}"
-
-
 def _quiet_stdout() -> None:
     """After a broken pipe (`judge-replay ... | head`), point stdout at /dev/null so that Python's own
     flush at exit does not fail a second time."""
@@ -134,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         if debug:
             raise
-        _say(_system_error(err))
+        from .._io import system_error_text  # not at start-up: `--help` stays light
+
+        _say(system_error_text(err))
         return 2 if isinstance(err, _BAD_PATH_ERRORS) else 1
     except Exception as err:
         if debug:
