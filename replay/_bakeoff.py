@@ -353,7 +353,8 @@ def run_bakeoff(
         decision = adoption_gate(base.results, cand.results, gold,
                                  baseline_scores=base.scores, candidate_scores=cand.scores,
                                  candidate_rerecord=rerecord_hint(cand.label, cand.run, cand.scores),
-                                 baseline_rerecord=rerecord_hint(base.label, base.run, base.scores))
+                                 baseline_rerecord=rerecord_hint(base.label, base.run, base.scores),
+                                 claims_differ=base.run.claims_differing_from(cand.run))
         others = [v.run for v in versions if v is not base and v is not cand]
         gates.append(GateReport(base, cand, decision, *_flips(base, cand, gold, others)))
     return Bakeoff(gold_path, gold, versions, gates, notes, written)

@@ -14,6 +14,7 @@ response's `usage.cache_creation` splits them, otherwise they count as 5-minute 
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -75,11 +76,16 @@ class TokenUsage:
 
 
 def price_for(model: str, prices: Mapping[str, Price] = PRICES) -> Price | None:
-    """The model's price: its id, or the longest table id it starts with (`claude-sonnet-4-5-20250929`)."""
+    """The model's price: its id's, or, for a dated snapshot id (`claude-sonnet-4-5-20250929`), its
+    alias's. Nothing else is guessed from a prefix: `claude-opus-4-9` is not priced as `claude-opus-4`."""
     if model in prices:
         return prices[model]
-    matches = [name for name in prices if model.startswith(name + "-")]
-    return prices[max(matches, key=len)] if matches else None
+    dated = _DATED_ID.fullmatch(model)
+    return prices.get(dated.group(1)) if dated else None
+
+
+_DATED_ID = re.compile(r"(.+)-\d{8}")
+"""A snapshot id: the alias, then `-YYYYMMDD`."""
 
 
 def cost_usd(model: str, usage: TokenUsage, *, batch: bool = False,

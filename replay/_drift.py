@@ -2,10 +2,9 @@
 
 For one claim, its old page (what the run's judge read) against a later version of it:
 
-- `page-gone`: Learn now answers that the page could not be retrieved, or refuses its URL, or the later
-  pages do not hold it.
-- `unchecked`: the later fetch failed (a Learn error or outage): that says nothing about the page, so
-  the claim could not be checked; fetch again.
+- `page-gone`: Learn now answers that the page could not be retrieved, or refuses its URL.
+- `unchecked`: the later fetch failed (a Learn error or outage), or the later run never read the page
+  (its judge chose other pages): that says nothing about the page, so the claim could not be checked.
 - `no-page`: there is no page to compare, then or now: the verdict cites none, or cites a URL that was no
   page when the run read it (the server refused it as outside Learn, Learn could not retrieve it, the
   fetch failed, or the judge never fetched it) and is none later either. Not at risk: no page changed.
@@ -127,18 +126,22 @@ def _drift_of(item: ClaimEvidence, old: PageVersion | None, new: PageVersion | N
     if old_text is None and new_text is None:
         return {"status": "no-page", "note": _no_page_note(old, new)}
     if new_text is None:
-        if new is not None and new.no_page == "failed":
+        if new is None:
+            return {"status": "unchecked", "note": NOT_READ_LATER}
+        if new.no_page == "failed":
             return {"status": "unchecked", "note": NO_PAGE_NOTES["failed"] + " later: fetch again"}
         anchor = _anchors(item, old_text or "")
         return {
             "status": "page-gone", "old": anchor[0].line.strip() if anchor else None,
-            "note": _GONE_NOTES.get(new.no_page if new else None, "the later pages do not hold this page"),
+            "note": _GONE_NOTES.get(new.no_page, "the later version is no page"),
         }
     if old and new and old.sha256 == new.sha256:
         return {}
     return _changed(item, old_text or "", new_text)
 
 
+NOT_READ_LATER = "the later run did not read this page, which says nothing about it: compare with a run that read it, or --live"
+"""Why a claim whose page the later run never read is `unchecked`."""
 NO_PAGE_NOTES = {
     "refused": "not a Learn page: the server refused the URL as outside Microsoft Learn",
     "not-found": "Learn had no page there (it could not be retrieved)",

@@ -74,7 +74,7 @@ def record_page_snapshot(run: Run, learn_url: str, root: Path, now: datetime) ->
 
 def _record_fetches(run: Run, learn_url: str, folder: Path, recorded_at: str) -> None:
     from ._commands import LEARN_STAND_IN_PORT
-    from ._learn import LearnSessions
+    from ._learn import LearnSessions, LearnToolError
     from ._recorder import HttpRecorder
     from ._runner import stored_endpoint
 
@@ -89,7 +89,11 @@ def _record_fetches(run: Run, learn_url: str, folder: Path, recorded_at: str) ->
                 client = sessions.client()
                 with recorder.conversation(entry.file):
                     for url in _fetched_urls(run, entry.file):
-                        fetched = client.fetch(url)
+                        try:
+                            fetched = client.fetch(url)
+                        except LearnToolError as exc:  # recorded as answered: drift calls its claims unchecked
+                            calls.append(ToolCall(tool=FETCH_TOOL, arguments={"url": url}, url=url, error=str(exc)))
+                            continue
                         sha = None if fetched.missing or fetched.text is None else sha256_text(fetched.text)
                         calls.append(ToolCall(tool=FETCH_TOOL, arguments={"url": url}, url=url, page_sha256=sha))
                 stand_in = stand_in or client.stand_in

@@ -4,6 +4,7 @@
     ├── InputError (2)          a file or argument is malformed: names the file and what is wrong
     ├── UsageError (2)          the command cannot run as asked (missing key, unreachable URL, frozen run)
     ├── LearnError (2)          the Learn MCP endpoint failed in a way the judge cannot work around
+    │   └── LearnUnreachable (1)    it could not be reached, or kept failing transiently (`_learn`)
     ├── CassetteMiss (1)        replay met a request that is not in the cassette
     ├── CheckFailed (1)         a check the command exists to make failed (audit finding, verify mismatch)
     ├── RecordingFailed (1)     a run gave nothing to keep, or a service was down before it started

@@ -222,6 +222,8 @@ class ClaimTrace:
     """Search queries made for this claim."""
     pages: dict[str, PageRead]
     """Normalised URL -> the version this run holds (from the conversation, else anywhere in the run)."""
+    found: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Search query -> the normalised URLs Learn returned for it, in rank order (the last such search)."""
 
     @property
     def path(self) -> set[str]:
@@ -246,10 +248,12 @@ def claim_trace(run: RunInput, key: Key) -> ClaimTrace:
         if url:
             wanted.append(url)
     searched: list[str] = []
+    found: dict[str, tuple[str, ...]] = {}
     if conv is not None:
         for search in conv.searches:
             if _matches_claim(search.query, claim.claim if claim else None):
                 searched.append(search.query)
+                found[search.query] = tuple(normalise_learn_url(u) for u in search.result_urls)
                 wanted.extend(u for u in search.result_urls if conv.fetched(u) is not None)
     read: list[str] = []
     pages: dict[str, PageRead] = {}
@@ -262,7 +266,14 @@ def claim_trace(run: RunInput, key: Key) -> ClaimTrace:
         if page is not None and k not in pages:
             pages[k] = page
     cited = normalise_learn_url(result.evidence_url) if result and result.evidence_url else None
-    return ClaimTrace(conv is not None, read, cited, searched, pages)
+    return ClaimTrace(conv is not None, read, cited, searched, pages, found)
+
+
+def searches_changed(ta: ClaimTrace, tb: ClaimTrace) -> dict[str, dict[str, list[str]]]:
+    """The searches both runs made for the claim (the same query) whose results differ: Learn's index
+    changed, so the pages available did, even where no page's content changed."""
+    return {q: {"a": list(ta.found[q]), "b": list(tb.found[q])} for q in ta.found if q in tb.found
+            and ta.found[q] != tb.found[q]}
 
 
 def _version(run: RunInput, trace: ClaimTrace, url: str) -> PageRead | None:
@@ -363,6 +374,8 @@ def _same_pages(x: RunInput, tx: ClaimTrace, y: RunInput, ty: ClaimTrace) -> boo
         compared += 1
         if _sha(px) != _sha(py):
             return False
+    if searches_changed(tx, ty):
+        return False
     return compared > 0 or (not urls and tx.recorded and ty.recorded)
 
 
@@ -377,13 +390,20 @@ def _flip_rate(verdicts: Sequence[str | None]) -> float:
     return round(1 - max(counts.values()) / len(verdicts), 3) if verdicts else 0.0
 
 
+def _same_claim(x: RunInput, y: RunInput, key: Key) -> bool:
+    """Whether two runs judged the same claim under this (file, id): its text, type and cited page (a run
+    that does not say what it judged is taken to have judged the same)."""
+    cx, cy = x.claims.get(key), y.claims.get(key)
+    return cx is None or cy is None or (cx.claim, cx.claim_type, cx.evidence_url) == (cy.claim, cy.claim_type, cy.evidence_url)
+
+
 def _repeat_group(ref: RunInput, tref: ClaimTrace, runs: Sequence[RunInput], traces: Sequence[ClaimTrace],
                   key: Key) -> list[int]:
-    """Indexes of runs that repeat ref for the claim: same prompt, model, page versions and pages read."""
+    """Indexes of runs that repeat ref for the claim: same claim, prompt, model, page versions and pages read."""
     return [
         i for i, (r, t) in enumerate(zip(runs, traces))
         if key in r.results and r.prompt_id is not None and r.prompt_id == ref.prompt_id and r.model == ref.model
-        and _same_pages(ref, tref, r, t) and t.path == tref.path
+        and _same_claim(ref, r, key) and _same_pages(ref, tref, r, t) and t.path == tref.path
     ]
 
 
@@ -408,9 +428,13 @@ def flipped_keys(a: RunInput, b: RunInput) -> list[Key]:
                   if a.results[k].judge_verdict != b.results[k].judge_verdict)
 
 
-def _role_for(x: RunInput, tx: ClaimTrace, a: RunInput, ta: ClaimTrace, b: RunInput, tb: ClaimTrace) -> str | None:
-    """Which of ROLES x plays for one claim, its model aside: the same prompt (by sha) as one side and the
-    same page versions as the other side (a crossed run) or as the same side (a repeat)."""
+def _role_for(x: RunInput, tx: ClaimTrace, a: RunInput, ta: ClaimTrace, b: RunInput, tb: ClaimTrace,
+              key: Key) -> str | None:
+    """Which of ROLES x plays for one claim, its model aside: the same claim as both sides, the same prompt
+    (by sha) as one side and the same page versions as the other side (a crossed run) or as the same
+    side (a repeat)."""
+    if not (_same_claim(x, a, key) and _same_claim(x, b, key)):
+        return None
     prompt_a, prompt_b = x.prompt_id == a.prompt_id, x.prompt_id == b.prompt_id
     if prompt_a and _same_pages(x, tx, a, ta):
         return ROLES[2]
@@ -446,7 +470,7 @@ def controlled_role(x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key]) 
     for key in keys:
         if key not in x.results or key not in a.results or key not in b.results:
             continue
-        role_of_x = _role_for(x, claim_trace(x, key), a, claim_trace(a, key), b, claim_trace(b, key))
+        role_of_x = _role_for(x, claim_trace(x, key), a, claim_trace(a, key), b, claim_trace(b, key), key)
         if role_of_x is not None and _models_held(role_of_x, x, a, b):
             counts[role_of_x] += 1
         elif role_of_x is not None:
@@ -536,6 +560,17 @@ def _page_reason(pages: list[dict[str, Any]], claim: AnyClaim | None) -> str:
     return f"the claim's line changed in {name}: '{_clip(old, new)}' → '{_clip(new, old)}' ({shas})"
 
 
+def _search_reason(searches: dict[str, dict[str, list[str]]]) -> str:
+    if not searches:
+        return ""
+    query, found = next(iter(searches.items()))
+
+    def names(urls: list[str]) -> str:
+        return " + ".join(page_name(u) for u in urls[:3]) + (" …" if len(urls) > 3 else "") or "nothing"
+
+    return f"Learn's search for '{_clip(query)}' returned other pages ({names(found['a'])} → {names(found['b'])})"
+
+
 def _clip(text: str, other: str | None = None, n: int = 70) -> str:
     """A line cut to n characters; with `other`, starting a little before where the two lines differ."""
     text = normalise_ws(text)
@@ -581,10 +616,13 @@ def explain_flip(
 
     if ra.judge_verdict is None or rb.judge_verdict is None:
         return _no_verdict_flip(key, a, b, claim, gold), None
+    if not _same_claim(a, b, key):
+        return _claim_changed_flip(key, a, b, gold), None
 
     pages = [_page_evidence(c, ta, tb, claim, ra, rb, a, b, hunks=hunks) for c in compares]
     both_recorded = ta.recorded and tb.recorded
-    if page_changed_any:
+    searches = searches_changed(ta, tb)
+    if page_changed_any or searches:
         page_changed: bool | None = True
     elif any(c.compared for c in compares) or both_recorded:
         page_changed = False
@@ -602,6 +640,7 @@ def explain_flip(
         "evidence_urls": {"a": ra.evidence_url, "b": rb.evidence_url},
         "prompt": _flip_prompt_evidence(prompt_info, ra, rb),
         "pages": pages,
+        **({"searches_changed": searches} if searches else {}),
         "path": {
             "a": {"read": ta.read, "cited": ta.cited, "searched": ta.searched, "recorded": ta.recorded},
             "b": {"read": tb.read, "cited": tb.cited, "searched": tb.searched, "recorded": tb.recorded},
@@ -726,6 +765,31 @@ def _no_verdict_flip(key: Key, a: RunInput, b: RunInput, claim: AnyClaim | None,
     return _with_gold(flip, gold.get(key))
 
 
+def _claim_changed_flip(key: Key, a: RunInput, b: RunInput, gold: Mapping[Key, str]) -> Flip:
+    """A flip where the two runs judged different claims under the same (file, id): neither prompt, page,
+    evidence path nor model can be told apart from the edit of the claim, so the cause is `unknown`, with
+    both claims as the evidence."""
+    ra, rb, ca, cb = a.results[key], b.results[key], a.claims[key], b.claims[key]
+    changed = {side: {"claim": c.claim, "claim_type": c.claim_type, "evidence_url": c.evidence_url}
+               for side, c in (("a", ca), ("b", cb))}
+    evidence: dict[str, Any] = {
+        "claim": ca.claim,
+        "claim_changed": changed,
+        "quotes": {"a": ra.evidence_quote, "b": rb.evidence_quote},
+        "rules": {"a": ra.rule, "b": rb.rule},
+        "reasons": {"a": ra.reason, "b": rb.reason},
+        "evidence_urls": {"a": ra.evidence_url, "b": rb.evidence_url},
+    }
+    what = [shown for name, shown in (("claim", "text"), ("claim_type", "type"), ("evidence_url", "cited page"))
+            if changed["a"][name] != changed["b"][name]]
+    summary = (f"unknown: the runs judged different claims under this id (its {' and '.join(what)} changed: "
+               f"A '{_clip(ca.claim, cb.claim)}', B '{_clip(cb.claim, ca.claim)}'), so the flip says nothing "
+               "about the prompt, the pages or the model")
+    flip = Flip(file=key[0], id=key[1], verdict_a=ra.judge_verdict, verdict_b=rb.judge_verdict,
+                primary_cause="unknown", causes=[], evidence=evidence, summary=summary)
+    return _with_gold(flip, gold.get(key))
+
+
 def _noise_note(repeats: dict[str, Any]) -> str:
     group: dict[str, Any] = repeats.get("a_and_b") or repeats.get("a") or repeats["b"]
     counts = ", ".join(f"{v} {n}" for v, n in group["verdicts"].items())
@@ -753,7 +817,8 @@ def _confirmations(
     va, vb = a.results[key].judge_verdict, b.results[key].judge_verdict
     out = []
     for x, tx in zip(extras, extra_traces):
-        if key not in x.results or x.prompt_id is None or not x.model == a.model == b.model:
+        if (key not in x.results or x.prompt_id is None or not x.model == a.model == b.model
+                or not (_same_claim(x, a, key) and _same_claim(x, b, key))):
             continue
         vx = x.results[key].judge_verdict
         if x.prompt_id == a.prompt_id and _has_pages_of(x, tx, b, tb) and not _same_pages(x, tx, a, ta):
@@ -772,7 +837,7 @@ def _summary(
     page_changed: bool | None, prompt_changed: bool | None, noise_note: str,
 ) -> str:
     prompt_part, _ = _prompt_reason(info, ra, rb) if prompt_changed else ("", False)
-    page_part = _page_reason(ev["pages"], claim)
+    page_part = _page_reason(ev["pages"], claim) or _search_reason(ev.get("searches_changed", {}))
     n_pages = sum(1 for p in ev["pages"] if p.get("changed") is False)
     same_pages = ("page unchanged" if n_pages == 1 else "pages unchanged") if n_pages else "no page compared"
     if primary == "prompt":

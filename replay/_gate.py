@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import repeat, starmap
 from math import comb, floor
 
-from ._grading import Gold, Outcome, Results, claim_outcome, is_correct, pair_claims, ratio
+from ._grading import Gold, Outcome, Results, claim_outcome, pair_claims, ratio
 from ._records import GateDecision, Scores
 
 ALPHA = 0.05
@@ -27,16 +28,22 @@ class PairedOutcome:
     """None: the claim has no verdict and its gold label is correct/unsourced (neither TN nor FP)."""
     baseline_correct: bool
     candidate_correct: bool
+    """Right on the binary outcome the gate's P and R count (TP or TN); what McNemar's test compares."""
 
 
 def paired_outcomes(baseline: Results, candidate: Results, gold: Gold) -> list[PairedOutcome]:
-    """Every gold claim, in gold order, with both versions' binary outcome and 3-class correctness."""
+    """Every gold claim, in gold order, with both versions' binary outcome, and whether it is right (TP or
+    TN). Binary, not 3-class: a correct claim judged `source_silent` instead of `grounded` moves neither
+    P nor R, so it is no evidence for or against the gate's decision."""
     out = []
     for b, c in zip(pair_claims(baseline, gold).paired, pair_claims(candidate, gold).paired, strict=True):
         label = b.gold.label
-        out.append(PairedOutcome(claim_outcome(label, b.verdict), claim_outcome(label, c.verdict),
-                                 is_correct(label, b.verdict), is_correct(label, c.verdict)))
+        outcome_b, outcome_c = claim_outcome(label, b.verdict), claim_outcome(label, c.verdict)
+        out.append(PairedOutcome(outcome_b, outcome_c, outcome_b in _RIGHT, outcome_c in _RIGHT))
     return out
+
+
+_RIGHT = ("TP", "TN")
 
 
 def mcnemar_exact_p(only_baseline_right: int, only_candidate_right: int) -> float:
@@ -103,8 +110,12 @@ def bootstrap_delta_cis(
     return _interval(d_precision, level), _interval(d_recall, level)
 
 
-def _f(x: float | None) -> str:
-    return "undefined" if x is None else f"{x:.2f}"
+def _move(before: float, after: float) -> str:
+    """`before→after` to two decimals, or as many more as it takes to show that two values differ."""
+    digits = 2
+    while before != after and f"{before:.{digits}f}" == f"{after:.{digits}f}" and digits < 6:
+        digits += 1
+    return f"{before:.{digits}f}→{after:.{digits}f}"
 
 
 def _undefined_why(scores: Scores, who: str) -> str | None:
@@ -140,7 +151,7 @@ def gate_rule(baseline: Scores, candidate: Scores) -> tuple[bool, str]:
             return False, f"do not adopt: {why}"
     pb, pc, rb, rc = baseline.precision, candidate.precision, baseline.recall, candidate.recall
     assert pb is not None and pc is not None and rb is not None and rc is not None
-    moves = f"P {_f(pb)}→{_f(pc)}, R {_f(rb)}→{_f(rc)}"
+    moves = f"P {_move(pb, pc)}, R {_move(rb, rc)}"
     if pc >= pb and rc >= rb and (pc > pb or rc > rb):
         return True, f"adopt: {moves}"
     if pc == pb and rc == rb:
@@ -159,6 +170,7 @@ def adoption_gate(
     candidate_scores: Scores,
     candidate_rerecord: str | None = None,
     baseline_rerecord: str | None = None,
+    claims_differ: Sequence[str] = (),
     resamples: int = RESAMPLES,
     seed: int = SEED,
 ) -> GateDecision:
@@ -166,14 +178,22 @@ def adoption_gate(
 
     `candidate_rerecord` / `baseline_rerecord` say how to re-record a version's claims without a verdict
     (a command, or which files); the reason of a refusal for missing verdicts ends with them, and then
-    `within_noise` is None: no comparison was made.
+    `within_noise` is None: no comparison was made. `claims_differ`: the claims files whose claims the
+    two runs judged differently (`Run.claims_differing_from`): their P and R rest on different claims,
+    so nothing is adopted.
 
-    Within noise: the exact McNemar p on the claims only one version got right is >= 0.05, or the 95% CI
+    Within noise: the exact McNemar p on the claims only one version got right (TP or TN: the outcome P
+    and R count) is >= 0.05, or the 95% CI
     of a difference that moved (ΔP or ΔR != 0) includes 0. A held metric's CI spanning 0 is what
     "holds" means, so it does not count. A rejection where a metric is significantly worse (its CI lies
     wholly below 0) is not within noise.
     """
     adopt, head = gate_rule(baseline_scores, candidate_scores)
+    if claims_differ:
+        n = len(claims_differ)
+        adopt, head = False, (f"do not adopt: the two runs judged different claims in {n} claims file{'' if n == 1 else 's'} "
+                              f"({', '.join(claims_differ[:5])}{', …' if n > 5 else ''}), so their P and R do not "
+                              "compare the prompts; record both on the same claims files")
     outcomes = paired_outcomes(baseline, candidate, gold)
     only_b = sum(o.baseline_correct and not o.candidate_correct for o in outcomes)
     only_c = sum(o.candidate_correct and not o.baseline_correct for o in outcomes)
@@ -204,8 +224,16 @@ def adoption_gate(
     fixes = [f"to re-record the {who}'s claims without a verdict: {fix or 'record its failed claims files again'}"
              for who, scores, fix in (("candidate", candidate_scores, candidate_rerecord),
                                       ("baseline", baseline_scores, baseline_rerecord)) if scores.no_verdict]
-    if fixes:
+    undefined = [why for why in (_undefined_why(baseline_scores, "baseline"), _undefined_why(candidate_scores, "candidate"))
+                 if why]
+    if claims_differ:
+        reason, within = head, None
+    elif fixes:
         reason, within = f"{head}; {'; '.join(fixes)}", None
+    elif undefined:  # nothing was compared, so no difference can be within noise or beyond it
+        reason, within = head, None
+    elif discordant == 0 and d_p == 0 and d_r == 0:
+        reason, within = f"{head}: both versions got the same claims right", None
     elif not adopt and worse:
         reason = f"{head}; {' and '.join(worse)} lies below 0: significantly worse {size}"
     elif within:

@@ -42,6 +42,13 @@ MAX_RETRIES = 3
 _MAX_BACKOFF = 30.0
 
 
+class LearnUnreachable(LearnError):
+    """The endpoint could not be reached, or kept failing transiently (408, 429, 5xx) after the retries:
+    the environment failed, not the input (exit 1, as for a model endpoint that is down)."""
+
+    exit_code = 1
+
+
 class LearnToolError(LearnError):
     """A tool call the endpoint answered with an error (bad arguments, tool failure): the judge is told,
     the conversation goes on."""
@@ -313,7 +320,8 @@ class LearnClient:
         ):
             raise _SessionLost(f"HTTP {response.status_code} {_snippet(body)}")
         if response.status_code >= 400:
-            raise LearnError(
+            failed = LearnUnreachable if _is_transient(response.status_code) else LearnError
+            raise failed(
                 f"the Learn MCP endpoint at {self.shown_url} answered {method} with HTTP {response.status_code}: "
                 f"{_snippet(body)}"
             )
@@ -371,7 +379,7 @@ class LearnClient:
                     attempt += 1
                     self._back_off(attempt, None)
                     continue
-                raise LearnError(f"cannot reach the Learn MCP endpoint at {self.shown_url}: {exc or type(exc).__name__}") from exc
+                raise LearnUnreachable(f"cannot reach the Learn MCP endpoint at {self.shown_url}: {exc or type(exc).__name__}") from exc
             except httpx.HTTPError as exc:
                 raise LearnError(f"the request to the Learn MCP endpoint at {self.shown_url} failed: {exc}") from exc
             if response.headers.get(STAND_IN_HEADER):

@@ -261,6 +261,20 @@ class Run:
             return None
         return loaded.claims if loaded.file == claims_file else None
 
+    def claims_differing_from(self, other: Run) -> list[str]:
+        """The claims files both runs judged whose claims differ (an id's text, type or cited page, or an id
+        only one of them has): the two runs' scores do not rest on the same claims. Claims files the
+        manifests give the same sha256 are the same; a run that cannot say what it judged is not counted."""
+        ours = {e.file: e.sha256 for e in self.manifest.claims}
+        differ = []
+        for entry in other.manifest.claims:
+            if ours.get(entry.file, entry.sha256) == entry.sha256:
+                continue
+            mine, theirs = self.claims(entry.file), other.claims(entry.file)
+            if mine is not None and theirs is not None and _as_judged(mine) != _as_judged(theirs):
+                differ.append(entry.file)
+        return sorted(differ)
+
     def all_claims(self) -> dict[tuple[str, str], Claim]:
         """Every claim the run judged, keyed by (file, id)."""
         return {
@@ -268,6 +282,10 @@ class Run:
             for entry in self.manifest.claims
             for claim in self.claims(entry.file) or []
         }
+
+
+def _as_judged(claims: list[Claim]) -> dict[str, tuple[str, str, str | None]]:
+    return {c.id: (c.claim, c.claim_type, c.evidence_url) for c in claims}
 
 
 def prompt_texts(request: object) -> list[str]:

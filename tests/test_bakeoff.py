@@ -1,6 +1,8 @@
 """`judge-replay bakeoff` over synthetic runs (`--no-replay`): table, gate, flips, results files, frozen files."""
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -266,3 +268,26 @@ def test_a_claim_without_a_verdict_is_no_verdict_with_its_error_never_a_judge_fl
     main(["bakeoff", "--no-replay", "--out-dir", "out", "--json"])
     flips = json.loads(capsys.readouterr().out)["flips"][0]["flips"]
     assert [(f["id"], f["candidate"], f["cause"]) for f in flips] == [("a-1", None, "unknown"), ("a-3", None, "unknown")]
+
+
+def test_a_run_whose_replay_does_not_reproduce_it_fails_the_bakeoff(tmp_path, monkeypatch, capsys):
+    """The report grades the replay and says REPLAY MISMATCH; the exit code says it too (1), so a CI job
+    that runs the bake-off cannot pass on a run that no longer reproduces."""
+    root = Path(__file__).resolve().parents[1]
+    for version in ("v2", "v3"):
+        shutil.copytree(root / "cassettes" / f"{version}-demo", tmp_path / f"{version}-demo")
+    shutil.copytree(root / "demo" / "claims", tmp_path / "demo" / "claims")  # where the runs' manifests name them
+    results = json.loads((tmp_path / "v3-demo" / "results.json").read_text("utf-8"))
+    edited = results["files"][0]["results"][0]
+    edited["judge_verdict"] = "source_silent" if edited["judge_verdict"] != "source_silent" else "grounded"
+    (tmp_path / "v3-demo" / "results.json").write_text(json.dumps(results), "utf-8")
+    monkeypatch.chdir(tmp_path)
+    code = main(["bakeoff", "--gold", str(root / "demo" / "gold-correctness-set.json"), "--baseline", "v2-demo",
+                 "--candidate", "v3-demo", "--out-dir", "out"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "REPLAY MISMATCH: replaying v3-demo did not reproduce its results.json (1 claim(s) differ" in err
+    assert err.rstrip().splitlines()[-1].startswith("judge-replay: bakeoff: replaying v3-demo did not reproduce")
+    assert "gate: ADOPT" in out  # the report is still printed, grading the replay
+    # the untouched run reproduces: exit 0
+    assert main(["bakeoff", "--gold", str(root / "demo" / "gold-correctness-set.json"), "--baseline", "v2-demo",
+                 "--candidate", "v2-demo", "--out-dir", "out2"]) == 0

@@ -269,14 +269,48 @@ def test_a_live_snapshot_keeps_the_credentials_of_the_learn_url_nowhere(tmp_path
     assert token not in out + err
 
 
-def test_live_with_learn_unreachable_exit_2(tmp_path, capsys):
+def test_live_with_a_tool_error_for_one_page_keeps_the_snapshot_and_leaves_its_claims_unchecked(tmp_path, capsys):
+    """A real Learn endpoint may answer one fetch with a tool error (`isError`): that says nothing about the
+    page, so its claims are unchecked (exit 1), and the other pages are still compared and kept."""
+    from factories import LocalServer
+
+    served = {MODELS: MODELS_V1, OLD: OLD_V1}
+
+    def respond(request: dict) -> tuple[int, dict[str, str], bytes]:
+        if "id" not in request:  # notifications/initialized
+            return 202, {}, b""
+        if request["method"] == "initialize":
+            result: dict = {"protocolVersion": "2025-03-26", "serverInfo": {"name": "scripted"}, "capabilities": {}}
+        else:
+            url = request["params"]["arguments"]["url"]
+            text = served.get(url, "upstream failure")
+            result = {"content": [{"type": "text", "text": text}], "isError": url not in served}
+        return 200, {"content-type": "application/json"}, json.dumps({"jsonrpc": "2.0", "id": request["id"],
+                                                                     "result": result}).encode()
+
+    server = LocalServer(respond, "/api/mcp")
+    try:
+        old = write_recorded_run(tmp_path / "cassettes" / "r1", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+        code, out, err = run_cli(capsys, "drift", old, "--live", "--learn-url", server.url, "--cassettes",
+                                 tmp_path / "cassettes", "--store", tmp_path / "store", "--claims",
+                                 write_claims(tmp_path / "claims"), "--json")
+    finally:
+        server.stop()
+    assert code == 1 and "Traceback" not in err and "could not be checked" in err
+    found = statuses(json.loads(out))
+    assert found == {"m-1": "unchanged", "m-2": "unchanged", "m-3": "unchanged", "q-1": "unchecked", "o-1": "unchanged"}
+    (snapshot,) = [p for p in (tmp_path / "cassettes").iterdir() if p.name.startswith("pages-")]
+    assert (snapshot / "run.json").is_file()  # the snapshot landed, its failed fetch recorded as answered
+
+
+def test_live_with_learn_unreachable_exits_1(tmp_path, capsys):
     learn = start_learn(write_pages(tmp_path / "pages", {MODELS: MODELS_V1}))
     url = learn.url
     learn.stop()
     old = write_recorded_run(tmp_path / "cassettes" / "r1", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
     code, _, err = run_cli(capsys, "drift", old, "--live", "--learn-url", url, "--cassettes", tmp_path / "cassettes",
                            "--store", tmp_path / "store", "--claims", write_claims(tmp_path / "claims"))
-    assert code == 2 and "cannot reach the Learn MCP endpoint" in err and "Traceback" not in err
+    assert code == 1 and "cannot reach the Learn MCP endpoint" in err and "Traceback" not in err
     assert [p.name for p in (tmp_path / "cassettes").iterdir()] == ["r1"]  # no half snapshot left behind
 
 
@@ -443,8 +477,15 @@ def test_a_refused_url_is_no_page_and_a_later_outage_is_not_checked_rather_than_
     code, out, err = run_cli(capsys, "drift", old, "--against", down)
     flat = " ".join(out.replace("│", " ").split())
     assert code == 1 and "page-gone" not in out and "unchecked" in out and "\nat risk (" not in out
-    assert "1 claim(s) not checked: the later fetch of their page failed; run drift again" in flat
+    assert "1 claim(s) not checked: the later run has no version of their page (its fetch failed, or it did not read " \
+           "the page); compare with a run that read it, or --live" in flat
     assert "could not be checked" in err
+
+    # a later run that never read the quotas page (its claims cite the pricing page only): unchecked, never page-gone
+    other = run_citing(tmp_path / "other", {PRICING: NOT_LEARN_REFUSAL})
+    code, out, err = run_cli(capsys, "drift", old, "--against", other, "--json")
+    assert code == 1 and statuses(json.loads(out))["q-1"] == "unchecked"
+    assert "did not read the page" in err
 
 
 ROOT = Path(__file__).resolve().parents[1]

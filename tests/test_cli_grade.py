@@ -258,3 +258,40 @@ def test_a_price_override_reprices_every_command_alike(project, capsys):
     assert main(["cassettes", "list", "runs", "--json"]) == 0
     costs = {r["run"]: r["cost_usd"] for r in json.loads(capsys.readouterr().out)}
     assert costs["v3"] == pytest.approx(1.4)
+
+
+def _judged(project, run, claims):
+    """The claims file `run` judged, written where its manifest says, with the sha256 a recording keeps."""
+    import hashlib
+
+    manifest = json.loads((project / "runs" / run / "run.json").read_text())
+    entry = manifest["claims"][0]
+    path = project / "runs" / run / entry["path"]
+    write_json(path, {"file": "docs/a.md", "claims": claims})
+    entry["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (project / "runs" / run / "run.json").write_text(json.dumps(manifest))
+
+
+CLAIMS = [{"id": "a-1", "claim": CLAIM, "claim_type": "version", "evidence_url": URL},
+          {"id": "a-2", "claim": "GPT-4o offers 128k context.", "claim_type": "version", "evidence_url": URL}]
+
+
+def test_the_gate_adopts_nothing_when_the_two_runs_judged_different_claims(project, capsys):
+    write_json(project / "gold2.json", {"name": "g", "items": [{"file": "docs/a.md", "id": "a-1", "label": "outdated"},
+                                                              {"file": "docs/a.md", "id": "a-2", "label": "correct"}]})
+    _judged(project, "v2", CLAIMS)
+    _judged(project, "v3", CLAIMS)
+    assert main(["grade", "runs/v3", "--gold", "gold2.json", "--baseline", "runs/v2", "--json"]) == 0
+    assert "different claims" not in json.loads(capsys.readouterr().out)["gate"]["reason"]
+    # the same claims written another way (indented): still the same claims
+    path = project / "runs" / "v3" / json.loads((project / "runs" / "v3" / "run.json").read_text())["claims"][0]["path"]
+    path.write_text(json.dumps({"file": "docs/a.md", "claims": CLAIMS}, indent=4))
+    _judged(project, "v3", CLAIMS)
+    assert main(["grade", "runs/v3", "--gold", "gold2.json", "--baseline", "runs/v2", "--json"]) == 0
+    assert "different claims" not in json.loads(capsys.readouterr().out)["gate"]["reason"]
+    # a claim edited between the runs: P and R no longer compare the prompts
+    _judged(project, "v3", [{**CLAIMS[0], "claim": "GPT-4.1 offers a 1M token context window."}, CLAIMS[1]])
+    assert main(["grade", "runs/v3", "--gold", "gold2.json", "--baseline", "runs/v2", "--json"]) == 0
+    gate = json.loads(capsys.readouterr().out)["gate"]
+    assert gate["adopt"] is False and gate["within_noise"] is None
+    assert gate["reason"].startswith("do not adopt: the two runs judged different claims in 1 claims file (docs/a.md)")

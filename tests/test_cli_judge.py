@@ -98,12 +98,13 @@ def test_no_api_key_exits_2(workdir: Path, capsys: Any) -> None:
     assert code == 2 and "ANTHROPIC_API_KEY is not set" in err and "--mode replay" in err
 
 
-def test_unreachable_learn_url_exits_2(workdir: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unreachable_learn_url_exits_1(workdir: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service down is the environment failing (exit 1, as for the model endpoint), not bad input (2)."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
     url = closed_port_url()
     code = main(["judge", "--prompt", "v3", "--claims", "claims", "--mode", "live", "--learn-url", url])
     err = capsys.readouterr().err
-    assert code == 2 and f"cannot reach the Learn MCP endpoint at {url}" in err and "Traceback" not in err
+    assert code == 1 and f"cannot reach the Learn MCP endpoint at {url}" in err and "Traceback" not in err
 
 
 def test_replay_of_a_missing_run_exits_2(workdir: Path, capsys: Any) -> None:

@@ -33,6 +33,10 @@ def test_one_hour_writes_cost_twice_input_and_batch_halves_everything() -> None:
 def test_dated_ids_take_their_family_price_and_unknown_models_have_none() -> None:
     assert price_for("claude-sonnet-4-5-20250929") == PRICES["claude-sonnet-4-5"]
     assert price_for("claude-opus-4-1-20250805") == PRICES["claude-opus-4-1"]  # not claude-opus-4
+    # a later model of a family is not its family's price: only a date suffix is stripped
+    for newer in ("claude-opus-4-9", "claude-sonnet-4-7", "claude-fable-5-2", "claude-opus-5-5", "claude-sonnet-4-5-latest"):
+        assert price_for(newer) is None, newer
+    assert price_for("claude-opus-4-9-20260101") is None
     assert cost_usd("gpt-4o", TokenUsage(input_tokens=10)) is None
     assert format_usd(None) == "unknown"
     assert format_usd(0.0) == "$0.0000"

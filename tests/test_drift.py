@@ -108,7 +108,10 @@ def test_unchanged_page_and_gone_page():
     missing = PageVersion(CHANGES[8]["page_url"], None, None, "not-found")
     gone = claim_drift(item, page("before", file), missing)
     assert gone.status == "page-gone" and gone.new_sha256 is None
-    assert claim_drift(item, page("before", file), None).status == "page-gone"  # absent from the later run
+    # absent from the later run (its judge read other pages): nothing is known about the page, so not at risk
+    # and not safe either
+    absent = claim_drift(item, page("before", file), None)
+    assert absent.status == "unchecked" and "the later run did not read this page" in absent.note
     never = claim_drift(item, missing, missing)  # nothing was ever readable: no page, not "unchanged"
     assert (never.status, never.note) == ("no-page", "Learn had no page there (it could not be retrieved), then and now")
 

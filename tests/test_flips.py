@@ -168,6 +168,29 @@ def test_evidence_path_same_prompt_same_pages_different_reads(tmp_path):
                             "same prompt and page versions")
 
 
+def test_a_search_that_returned_other_pages_is_a_change_of_learn_not_of_the_evidence_path(tmp_path):
+    """The same query, other results (Learn's index changed: a new page ranks first): the pages available
+    differ, so SPEC's evidence_path (same pages available) does not apply; Learn changed: `page`."""
+    other = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
+    claim = {"id": "q-1", "claim": "gpt-4.1 Global Standard quota is 5 million TPM.", "claim_type": "tpm",
+             "evidence_url": None}
+    pages = {MODELS_URL: "# Models\n\n| gpt-4.1 | 1 M TPM |\n", other: "# Quotas\n\n| gpt-4.1 | 5 million TPM |\n"}
+    before = {"results": [{"title": "Models", "content": "…", "contentUrl": MODELS_URL}]}
+    after = {"results": [{"title": "Quotas", "content": "…", "contentUrl": other},
+                         {"title": "Models", "content": "…", "contentUrl": MODELS_URL}]}
+    a = run(tmp_path / "a", "v3", V3, [result("q-1", "not_grounded", "| gpt-4.1 | 1 M TPM |", url=MODELS_URL)],
+            {MODELS_URL: pages[MODELS_URL]}, claims=[claim])
+    b = run(tmp_path / "b", "v3", V3, [result("q-1", "grounded", "| gpt-4.1 | 5 million TPM |", url=other)],
+            pages, claims=[claim])
+    add_search(a, FILE, claim["claim"], {"query": claim["claim"], **before})
+    add_search(b, FILE, claim["claim"], {"query": claim["claim"], **after})
+    flip = explain_flips(Run(a.path), Run(b.path)).flips[0]
+    assert flip.primary_cause == "page" and "evidence_path" in flip.causes
+    assert flip.evidence["searches_changed"] == {claim["claim"]: {"a": [MODELS_URL], "b": [other, MODELS_URL]}}
+    assert flip.summary.startswith("page: Learn's search for 'gpt-4.1 Global Standard quota is 5 million TPM.' "
+                                   "returned other pages (models → quotas-limits + models); prompt unchanged")
+
+
 def add_search(r: Run, file: str, query: str, reply: dict) -> None:
     """Prepend a search exchange to a run's cassette (as the judge's first Learn call)."""
     from replay._cassette import Interaction, load_cassette, save_cassette
@@ -470,3 +493,22 @@ def test_a_cited_url_that_is_no_url_is_named_as_itself_not_a_crash(tmp_path, cap
     code = main(["diff", str(a.path), str(b.path)])
     out, err = capsys.readouterr()
     assert code in (0, 1) and "models-003" in out and "internal error" not in err
+
+
+def test_a_claim_edited_between_the_runs_is_no_prompt_page_or_model_flip(tmp_path):
+    """The same (file, id) with another text: the flip cannot be put on the prompt, the page or the model,
+    and a run of the edited claim is no repeat of the other (it would pass for noise)."""
+    page = learn_page("after", "azure-openai-models.md")
+    edited = {**MINI, "claim": "gpt-4.1-mini has a 128,000 token context window."}
+    a = run(tmp_path / "r" / "a", "v3", V3, [result("models-010", "grounded")], {MODELS_URL: page}, claims=[MINI])
+    b = run(tmp_path / "r" / "b", "v3", V3, [result("models-010", "not_grounded")], {MODELS_URL: page}, claims=[edited])
+    flip = explain_flips(a, b, discover=False).flips[0]
+    assert flip.primary_cause == "unknown" and flip.causes == []
+    assert flip.evidence["claim_changed"]["b"]["claim"] == edited["claim"]
+    assert flip.summary.startswith("unknown: the runs judged different claims under this id (its text changed: ")
+    assert "128,000" in flip.summary and "1,047,576" in flip.summary
+    # with the claim as A judged it, the same prompt and page: a model flip, and the edited run is no repeat
+    c = run(tmp_path / "r" / "c", "v3", V3, [result("models-010", "not_grounded")], {MODELS_URL: page}, claims=[MINI])
+    flip = explain_flips(a, c).flips[0]  # b, a sibling, is discovered but judged another claim
+    assert flip.primary_cause == "model"
+    assert flip.evidence["repeats"]["a_and_b"]["runs"] == [a.name, c.name]

@@ -127,6 +127,35 @@ def test_adoption_gate_beyond_noise_holding_precision():
     assert decision.reason.endswith("beyond noise on a gold set of 60")
 
 
+def test_mcnemar_counts_the_outcome_p_and_r_count_not_the_three_classes():
+    """A correct claim moved from grounded to source_silent (or an unsourced one from source_silent to
+    grounded) moves neither P nor R: it is no discordant claim, on either side."""
+    gold = _gold(["outdated"] * 10 + ["correct"] * 12)
+    base = _results(["not_grounded"] * 2 + ["grounded"] * 8 + ["not_grounded"] * 2 + ["grounded"] * 10)
+    # the candidate flags all 10 outdated claims, and judges 8 correct ones source_silent (TN all the same)
+    cand = _results(["not_grounded"] * 10 + ["not_grounded"] * 2 + ["source_silent"] * 8 + ["grounded"] * 2)
+    decision = adoption_gate(base, cand, gold, baseline_scores=grade_results(base, gold),
+                             candidate_scores=grade_results(cand, gold))
+    # baseline P 2/4, R 2/10; candidate P 10/12, R 10/10: the 8 outdated claims only it flags, none the other way
+    assert (decision.only_candidate_right, decision.only_baseline_right) == (8, 0)
+    assert decision.mcnemar_p == 2 / 2**8 and decision.adopt
+    assert "discordant" not in decision.reason  # McNemar says beyond noise (counted 3-class: 8 each way, p=1)
+
+
+@pytest.mark.parametrize("base, cand, reason", [
+    # the baseline flags nothing: its precision is undefined, so there is no difference to call noise
+    (["grounded"] * 4, ["not_grounded"] * 2 + ["grounded"] * 2, "do not adopt: baseline precision is undefined (it flagged no claim not_grounded)"),
+    # the same verdicts: no difference at all, not "differences within noise"
+    (["not_grounded", "grounded"] * 2, ["not_grounded", "grounded"] * 2,
+     "do not adopt: P 1.00→1.00, R 1.00→1.00: P and R are equal, nothing gained: both versions got the same claims right"),
+])
+def test_a_gate_that_compared_nothing_says_nothing_about_noise(base, cand, reason):
+    gold = _gold(["outdated", "correct", "outdated", "correct"])
+    decision = adoption_gate(_results(base), _results(cand), gold, baseline_scores=grade_results(_results(base), gold),
+                             candidate_scores=grade_results(_results(cand), gold))
+    assert not decision.adopt and decision.reason == reason and decision.within_noise is None
+
+
 def test_missing_results_count_as_wrong_in_the_pairing():
     gold = _gold(["outdated", "correct"])
     outcomes = paired_outcomes(_results(["not_grounded", None]), _results([None, "grounded"]), gold)
@@ -157,3 +186,9 @@ def test_a_rejection_within_noise_says_the_decision_rests_on_noise():
         "do not adopt: P 1.00→1.00, R 0.60→0.50: the candidate is worse; but only 1 discordant claim "
         "(0 only the candidate got right, 1 only the baseline; McNemar p=1) and ΔR 95% CI [-0.33, 0.00] spans 0: "
         "the decision rests on differences within noise on a gold set of 20")
+
+
+def test_a_move_hidden_by_rounding_is_shown_with_more_decimals():
+    # P 0.600 -> 0.596 is no hold: at two decimals both read 0.60, and "a trade-off" would look like a typo
+    decided, reason = gate_rule(scores(0.6, 0.07), scores(0.596, 0.78))
+    assert not decided and reason == "do not adopt: P 0.600→0.596, R 0.07→0.78: a trade-off, one rose while the other fell"

@@ -12,8 +12,8 @@ How each number was derived (read this before updating it after a re-record of t
    There are 43 gold claims: 14 positive (5 outdated + 9 wrong), 26 correct, 3 unsourced.
 3. Accuracy counts a claim right when its verdict is the gold label's verdict (correct -> grounded,
    outdated/wrong -> not_grounded, unsourced -> source_silent).
-4. McNemar: the discordant claims (right in one version only, 3-class) are listed by hand; the exact
-   two-sided p is computed here from their counts with math.comb.
+4. McNemar: the discordant claims (right in one version only, TP or TN: the outcome P and R count) are
+   listed by hand; the exact two-sided p is computed here from their counts with math.comb.
 5. The bootstrap CIs are recomputed here by a separate implementation of the documented scheme
    (`replay._gate`: random.Random(SEED), 2000 resamples of the 43 claims with replacement, the same draws
    for both versions, percentile interval with linear interpolation) from outcome vectors built from the
@@ -85,7 +85,8 @@ HEADLINE = {
     "v1": ((1, 1, 13, 28, 0), 1 / 2, 1 / 14, 2 / 16, 29 / 43),
 }
 
-# Discordant claims (3-class right in one version only), by hand from the tables above:
+# Discordant claims (right, TP or TN, in one version only), by hand from the tables above (no claim moves
+# between grounded and source_silent only, so the 3-class count would be the same):
 #   v3 vs v2: only v3 right: the 4 positives v3 flags and v2 misses (models-002, quotas-003, ptu-003,
 #             eval-004) + the 5 correct claims v2 flagged and v3 judges grounded (models-004, models-005,
 #             quotas-006, ptu-004, eval-003) = 9; only v2 right: ptu-006 (unsourced; v2 source_silent,

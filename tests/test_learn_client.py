@@ -19,7 +19,7 @@ import yaml
 from mcp.server.mcpserver import MCPServer
 
 from replay._errors import CassetteMiss, LearnError
-from replay._learn import LearnClient, LearnToolError
+from replay._learn import LearnClient, LearnToolError, LearnUnreachable
 from replay._mcp import FETCH_TOOL, SEARCH_TOOL, missing_page_text, normalise_learn_url
 from replay._text import tokens
 
@@ -262,14 +262,15 @@ INIT_OK: Reply = (200, "application/json", json.dumps(
 
 def test_unreachable_endpoint_names_the_url() -> None:
     url = closed_port_url()
-    with pytest.raises(LearnError, match=f"cannot reach the Learn MCP endpoint at {url}: "):
+    with pytest.raises(LearnUnreachable, match=f"cannot reach the Learn MCP endpoint at {url}: ") as caught:
         LearnClient(url).initialize()
+    assert caught.value.exit_code == 1  # the environment failed, not the input
 
 
 def test_http_error_is_a_learn_error(scripted: Any) -> None:
     server = scripted({"*": (500, "text/plain", "upstream exploded")})
     waits: list[float] = []
-    with pytest.raises(LearnError, match="answered initialize with HTTP 500: upstream exploded"):
+    with pytest.raises(LearnUnreachable, match="answered initialize with HTTP 500: upstream exploded"):
         LearnClient(server.url, sleep=waits.append).initialize()
     assert waits == [0.5, 1.0, 2.0]  # retried three times, doubling, then given up
 
@@ -277,9 +278,16 @@ def test_http_error_is_a_learn_error(scripted: Any) -> None:
 def test_a_client_that_must_not_retry_gives_up_at_once(scripted: Any) -> None:
     server = scripted({"*": (503, "text/plain", "busy")})
     client = LearnClient(server.url, max_retries=0, sleep=lambda s: pytest.fail("replay never sleeps"))
-    with pytest.raises(LearnError, match="HTTP 503: busy"):
+    with pytest.raises(LearnUnreachable, match="HTTP 503: busy"):
         client.initialize()
     assert client.retries == 0
+
+
+def test_an_endpoint_that_refuses_the_request_is_no_outage(scripted: Any) -> None:
+    server = scripted({"*": (400, "text/plain", "bad request")})
+    with pytest.raises(LearnError, match="HTTP 400: bad request") as caught:
+        LearnClient(server.url, sleep=lambda s: pytest.fail("a 400 is not retried")).initialize()
+    assert type(caught.value) is LearnError and caught.value.exit_code == 2
 
 
 # --------------------------------------------------------------------------- the MCP protocol, as the spec asks

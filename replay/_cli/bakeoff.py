@@ -13,7 +13,7 @@ from .._bakeoff import Bakeoff, FlipLine, GateReport, Version, bakeoff_json, run
 from ._output import emit_report
 from .._config import project_prices, project_root, setting_path, setting_paths
 from .._cost import PRICES_AS_OF, format_usd
-from .._errors import UsageError
+from .._errors import CheckFailed, UsageError
 from .._io import display_path, dump_json, printable
 from .._render import (
     TextTable, console_for, gate_lines, markdown_code, markdown_text, no_verdict_heading, no_verdict_lines, ratio_text,
@@ -147,7 +147,8 @@ def command(
     flip. Writes judge-bakeoff-results-<prompt>.json per version (never over a frozen one unless --force).
 
     A claim without a verdict (a failed or cut-off conversation) is counted as "no verdict", never as a
-    negative, and a version with such claims is never adopted. Runs recorded against the local stand-ins
+    negative, and a version with such claims is never adopted. Exit 1 when a run's replay did not
+    reproduce its recorded results (the report is still printed, grading the replay). Runs recorded against the local stand-ins
     are marked as such in every format.
     """
     chosen = [f for f, on in (("json", as_json), ("markdown", as_markdown)) if on]
@@ -178,3 +179,8 @@ def command(
         text = (dump_json(bakeoff_json(report)) if fmt == "json" else bakeoff_markdown(report) if fmt == "markdown"
                 else None)
     emit_report(out, text, lambda stream: print_bakeoff(stream, report))
+    mismatched = [v.label for v in report.versions if v.replay_differences]
+    if mismatched:  # the figures are the replay's: a run that does not reproduce is a failed check (exit 1)
+        raise CheckFailed(f"bakeoff: replaying {', '.join(mismatched)} did not reproduce the recorded results.json "
+                          "(REPLAY MISMATCH above); the figures grade the replay: `judge-replay cassettes verify RUN` "
+                          "says what differs, and re-recording the run makes them agree")

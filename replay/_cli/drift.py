@@ -90,7 +90,7 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
         raise CheckFailed(f"drift: {len(report.at_risk)} claim(s) of {report.run} rest on evidence that changed")
     if unchecked(report):
         raise CheckFailed(f"drift: {len(unchecked(report))} claim(s) of {report.run} could not be checked: the later "
-                          "fetch of their page failed")
+                          "run has no version of their page (its fetch failed, or it did not read the page)")
 
 
 def _claims_overrides(paths: tuple[str, ...]) -> tuple[dict[str, list[Claim]], dict[str, str]]:
@@ -135,8 +135,8 @@ def print_report(report: DriftReport) -> None:
         console.print(Text(f"{counts['unchanged']} claim(s) unchanged: their page is byte-for-byte the same"))
     if not report.at_risk:
         if counts["unchecked"]:
-            console.print(Text(f"{counts['unchecked']} claim(s) not checked: the later fetch of their page failed; "
-                               "run drift again"))
+            console.print(Text(f"{counts['unchecked']} claim(s) not checked: the later run has no version of their page "
+                               "(its fetch failed, or it did not read the page); compare with a run that read it, or --live"))
         else:
             console.print(Text("nothing at risk: every verdict's evidence still says what it said"))
         return

@@ -211,7 +211,9 @@ def command(
     base = grade_path(baseline, gold, run_of(baseline, None), extra_claims) if baseline is not None else None
     gate = (adoption_gate(base.results, graded.results, gold, baseline_scores=base.scores,
                           candidate_scores=graded.scores, candidate_rerecord=graded.rerecord,
-                          baseline_rerecord=base.rerecord) if base is not None else None)
+                          baseline_rerecord=base.rerecord,
+                          claims_differ=base.run.claims_differing_from(graded.run) if base.run and graded.run else ())
+            if base is not None else None)
 
     text = (dump_json(grade_json(graded, gold_path, base, gate)) if fmt == "json"
             else grade_markdown(graded, gold_path, base, gate) if fmt == "markdown" else None)
