@@ -7,6 +7,7 @@ different results unless forced.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -23,6 +24,7 @@ from ._grading import ClaimKey, claim_info, grade_results, is_correct
 from ._io import atomic_write_text, display_path, dump_json, load_gold, read_json, results_json_path
 from ._matching import results_differences
 from ._records import AnyClaim, Claim, ClaimResult, FlipReport, GateDecision, GoldSet, ResultsFile, Scores, Verdict
+from ._runfolder import changing
 from ._runs import MANIFEST, RESULTS, Run
 
 RESULTS_PREFIX = "judge-bakeoff-results-"
@@ -65,9 +67,15 @@ def set_frozen(path: str | Path, frozen: bool = True) -> list[Path]:
     Returns the files changed. Only a results file with a `files` list can carry the mark.
     """
     path = Path(path)
-    targets = [results_json_path(path)]
-    if path.is_dir() and (path / MANIFEST).is_file():
-        targets.append(path / MANIFEST)
+    if path.is_dir() and (path / MANIFEST).is_file():  # a run: changed under its recording lock (`changing`)
+        with changing(path):
+            return _set_frozen([results_json_path(path), path / MANIFEST], frozen)
+    return _set_frozen([results_json_path(path)], frozen)
+
+
+def _set_frozen(targets: list[Path], frozen: bool) -> list[Path]:
+    """The mark set in each file, results.json first: a kill between the two leaves the run refusing to be
+    recorded over (the recorder reads results.json), and a second `--freeze` finishes it."""
     changed = []
     for p in targets:
         data = read_json(p)
@@ -226,14 +234,17 @@ def _results_to_write(run: Run, results: ResultsFile, prices: Mapping[str, Price
 
 
 def _plan_writes(versions: list[tuple[Run, ResultsFile]], out_dir: Path) -> list[Path]:
-    """The results file of each version; two versions of the same prompt get their run name appended."""
+    """The results file of each version; two versions of the same prompt get their run name appended, and
+    two that would still share a name (runs of one folder name in two places, or names that differ only
+    in characters a file name here leaves out) a short hash of the run's path: no version's file is
+    written over another's."""
     names = [results_file_name(run.manifest.prompt) for run, _ in versions]
-    out = []
-    for (run, _), name in zip(versions, names, strict=True):
-        if names.count(name) > 1:
-            name = name.removesuffix(".json") + f"-{re.sub(r'[^A-Za-z0-9._-]+', '_', run.name)}.json"
-        out.append(out_dir / name)
-    return out
+    names = [name.removesuffix(".json") + f"-{re.sub(r'[^A-Za-z0-9._-]+', '_', run.name)}.json"
+             if names.count(name) > 1 else name for (run, _), name in zip(versions, names, strict=True)]
+    runs = [run.path.resolve() for run, _ in versions]
+    return [out_dir / (name.removesuffix(".json") + f"-{hashlib.sha256(str(path).encode()).hexdigest()[:8]}.json"
+                       if len({p for p, n in zip(runs, names) if n == name}) > 1 else name)
+            for path, name in zip(runs, names, strict=True)]
 
 
 def _changes_content(existing: str, new: str) -> bool:

@@ -6,12 +6,25 @@ import shlex
 from collections.abc import Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from ._records import LEARN_MCP_URL, RunManifest
+from ._errors import UsageError
+from ._records import LEARN_MCP_URL, RunManifest, endpoint_problem
+from ._secrets import remember_url
 
 LEARN_STAND_IN_PORT = 8931
 """`judge-replay sim learn`'s default port, and the port a loopback Learn URL is stored with."""
 MODEL_STAND_IN_PORT = 8932
 """`judge-replay sim model`'s default port, and the port a loopback model URL is stored with."""
+
+
+def check_endpoint(url: str, flag: str) -> str:
+    """`url` as given when it is usable as an endpoint (`_records.endpoint_problem`), else a UsageError
+    naming the flag (`--learn-url`...). Its credentials are remembered as secrets first, so that not even
+    the message about a malformed one shows them."""
+    remember_url(url)
+    problem = endpoint_problem(url)
+    if problem:
+        raise UsageError(f"{flag}: {problem}")
+    return url
 
 
 def is_loopback(url: str) -> bool:

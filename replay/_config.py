@@ -9,6 +9,8 @@ from typing import Any
 from ._cost import Price, price_table
 from ._errors import InputError
 from ._io import display_path, read_text
+from ._records import endpoint_problem
+from ._secrets import remember_url
 
 SETTINGS: dict[str, str] = {
     "gold": "a path string",
@@ -45,6 +47,18 @@ def _fits(kind: str, value: Any) -> bool:
     return isinstance(value, str)
 
 
+def _value_problem(name: str, kind: str, value: Any) -> str | None:
+    """What is wrong with a value of the right kind (a path holding a NUL, an endpoint that is no
+    http(s) URL: `_records.endpoint_problem`), or None."""
+    if name in ("learn-url", "anthropic-base-url"):
+        remember_url(value)  # its credentials are secrets: not even this message shows them
+        return endpoint_problem(value)
+    if kind in ("a path string", "a list of path strings"):
+        if any("\x00" in v for v in ([value] if isinstance(value, str) else value)):
+            return "holds a NUL character (\\x00), which no path can hold"
+    return None
+
+
 def _validated(path: Path, table: Any) -> dict[str, Any]:
     """The settings table with its keys in dashed form, every value checked against `SETTINGS`."""
     if not isinstance(table, dict):
@@ -58,7 +72,12 @@ def _validated(path: Path, table: Any) -> dict[str, Any]:
             raise InputError(path, f"[tool.judge-replay] sets {name!r} twice (with a dash and an underscore)")
         if not _fits(SETTINGS[name], value):
             shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+            if name.endswith("-url"):  # may carry credentials: its type, never its text
+                shown = f"a {type(value).__name__}"
             raise InputError(path, f"[tool.judge-replay] {key} must be {SETTINGS[name]}, not {shown}")
+        problem = _value_problem(name, SETTINGS[name], value)
+        if problem:
+            raise InputError(path, f"[tool.judge-replay] {key}: {problem}")
         if name == "prices":
             try:
                 price_table(value)

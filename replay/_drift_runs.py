@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping
 from datetime import datetime
@@ -12,6 +13,7 @@ from ._flip_inputs import claims_paths as run_claims_paths
 from ._io import write_model
 from ._mcp import FETCH_TOOL, normalise_learn_url
 from ._records import Claim, ClaimsFileEntry, DriftReport, FileResult, ResultsFile, RunManifest, ToolCall
+from ._runfolder import STAGING_FOLDER
 from ._runs import MANIFEST, RESULTS, Run, cassette_name
 from ._secrets import remember_url
 from ._text import sha256_text
@@ -61,14 +63,24 @@ def drift_items(run: Run, overrides: Mapping[str, list[Claim]]) -> list[ClaimEvi
 
 def record_page_snapshot(run: Run, learn_url: str, root: Path, now: datetime) -> Path:
     """Fetch every page `run` read, per claims file, through the recorder into a run-like folder
-    `root/pages-<YYYYMMDD-HHMMSS>/` (usable as `--against`); its path. A failed fetch leaves no folder."""
+    `root/pages-<YYYYMMDD-HHMMSS>/` (usable as `--against`); its path. The snapshot is recorded into the
+    staging area beside the runs (`_runfolder.STAGING_FOLDER`, where no one looks for runs) and moved into
+    place once whole: a failure, a Ctrl-C or a kill leaves no half snapshot among the runs."""
     remember_url(learn_url)  # its credentials are secrets: in no file written, nothing printed
-    folder = _fresh_folder(root, f"pages-{now:%Y%m%d-%H%M%S}")
+    name = _free_name(root, f"pages-{now:%Y%m%d-%H%M%S}")
+    staging = root / STAGING_FOLDER / name
     try:
-        _record_fetches(run, learn_url, folder, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)  # we just created it; half a snapshot is no snapshot
-        raise
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        _record_fetches(run, learn_url, staging, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        folder = root / _free_name(root, name)
+        os.rename(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # half a snapshot is no snapshot
+        try:
+            staging.parent.rmdir()  # only when nothing else is in it
+        except OSError:
+            pass
     return folder
 
 
@@ -120,11 +132,10 @@ def _fetched_urls(run: Run, claims_file: str) -> list[str]:
     return list(seen.values())
 
 
-def _fresh_folder(root: Path, name: str) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    folder, n = root / name, 1
-    while folder.exists():
+def _free_name(root: Path, name: str) -> str:
+    """`name`, or `name-2`, `name-3`... : the first no folder under `root` has."""
+    found, n = name, 1
+    while (root / found).exists():
         n += 1
-        folder = root / f"{name}-{n}"
-    folder.mkdir()
-    return folder
+        found = f"{name}-{n}"
+    return found

@@ -31,6 +31,11 @@ def debugging() -> bool:
     return os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
 
 
+def one_line(name: str) -> str:
+    """A file name as a one-line message shows it: a line break in the name written `\\n`."""
+    return name.replace("\n", "\\n").replace("\r", "\\r")
+
+
 class ReplayError(Exception):
     """Base of every error of ours; `main()` prints `str(err)` and exits with `exit_code`."""
 
@@ -45,7 +50,7 @@ class InputError(ReplayError):
     def __init__(self, path: str | Path, reason: str) -> None:
         self.path = str(path)
         self.reason = reason
-        super().__init__(f"{self.path}: {reason}")
+        super().__init__(f"{one_line(self.path)}: {reason}")
 
 
 class UsageError(ReplayError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -70,17 +71,28 @@ class Pairing:
 
 
 def pair_claims(results: Results, gold: Gold) -> Pairing:
-    """Pair every gold item with its result on (file, id); nothing is dropped."""
+    """Pair every gold item with its result on (file, id); nothing is dropped. A name spelt in another
+    Unicode form on the two sides (`modèles` composed in one file, decomposed in the other, as a Mac may
+    write it) is the same name: a gold item no result has by its exact spelling pairs on the NFC form."""
     by_key: dict[ClaimKey, AnyResult] = {}
     file_errors: dict[str, str | None] = {}
     for fr in results.files:
         file_errors[fr.file] = fr.error
         for r in fr.results:
             by_key[(fr.file, r.id)] = r
-    gold_keys = {(g.file, g.id) for g in gold.items}
-    paired = [PairedClaim(g, by_key.get((g.file, g.id)), file_errors.get(g.file)) for g in gold.items]
+    spelt: dict[ClaimKey, ClaimKey] = {}
+    if not all((f + i).isascii() for f, i in by_key):
+        spelt = {_nfc(k): k for k in by_key}
+    keys = [(g, (g.file, g.id) if (g.file, g.id) in by_key or not spelt else spelt.get(_nfc((g.file, g.id)), (g.file, g.id)))
+            for g in gold.items]
+    paired = [PairedClaim(g, by_key.get(key), file_errors.get(key[0], file_errors.get(g.file))) for g, key in keys]
+    gold_keys = {key for _, key in keys}
     unmatched = [(fr.file, r) for fr in results.files for r in fr.results if (fr.file, r.id) not in gold_keys]
     return Pairing(paired, unmatched)
+
+
+def _nfc(key: ClaimKey) -> ClaimKey:
+    return unicodedata.normalize("NFC", key[0]), unicodedata.normalize("NFC", key[1])
 
 
 def claim_outcome(label: str, verdict: Verdict | None) -> Outcome | None:

@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from ._errors import InputError
+from ._errors import InputError, one_line
 from ._records import ClaimsBatch, CompactResults, FileResult, GoldSet, ResultsFile
 from ._secrets import redact
 
@@ -37,8 +38,11 @@ def atomic_write_chunks(path: str | Path, chunks: Iterable[str]) -> None:
     """`atomic_write_text` of the text these pieces make, each written as it comes (a large file is never
     held whole); an exception while they come leaves `path` as it was. Each piece is redacted on its
     own: cut the text where no secret can span the cut (at a line break of a JSON text, which no JSON
-    string holds, so no form of a secret in it either)."""
+    string holds, so no form of a secret in it either). A symbolic link is written through (the file it
+    points to is replaced, the link stays), and a file replaced keeps its permissions."""
     path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     if path.is_dir():
         raise InputError(path, "is a folder; give a file path to write")
     for folder in path.parents:
@@ -48,7 +52,8 @@ def atomic_write_chunks(path: str | Path, chunks: Iterable[str]) -> None:
             break
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        mode = stat.S_IMODE(os.stat(path).st_mode) if path.exists() else 0o666 & ~_UMASK
+        fd, tmp = tempfile.mkstemp(prefix=f".{_short(path.name)}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise os_error_about(exc, path) from exc
     try:
@@ -57,7 +62,7 @@ def atomic_write_chunks(path: str | Path, chunks: Iterable[str]) -> None:
                 fh.write(redact(chunk))
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the permissions open() would
+        os.chmod(tmp, mode)  # mkstemp makes 0600: the replaced file's permissions, else those open() gives
         os.replace(tmp, path)
     except BaseException as exc:
         try:
@@ -69,13 +74,20 @@ def atomic_write_chunks(path: str | Path, chunks: Iterable[str]) -> None:
         raise
 
 
+def _short(name: str, limit: int = 200) -> str:
+    """A file name cut to `limit` UTF-8 bytes: the temporary file's name around it must stay within the
+    255 bytes a file name may have."""
+    raw = name.encode("utf-8", "surrogateescape")
+    return name if len(raw) <= limit else raw[:limit].decode("utf-8", "ignore")
+
+
 def system_error_text(err: OSError) -> str:
     """A system error as we say it: the file first (as the user knows it), then the reason."""
     reason = err.strerror or errno.errorcode.get(err.errno or 0) or str(err)
     name = err.filename
     if name is None or name == "":
         return reason
-    return f"{display_path(name) if isinstance(name, str) else name}: {reason}"
+    return f"{one_line(display_path(name)) if isinstance(name, str) else name}: {reason}"
 
 
 def os_error_about(exc: OSError, path: str | Path) -> OSError:
@@ -139,8 +151,9 @@ def dump_json(data: Any) -> str:
     """Our JSON style for files people read and diff, and for every JSON we print: 2-space indent, UTF-8
     (ordinary non-ASCII text as is), trailing newline, and terminal-safe: the characters `printable`
     escapes (C0/C1 controls, bidi overrides, lone surrogates) written as `\\uXXXX` escapes. Those can only
-    occur inside JSON strings, where the escape means the same character, so the JSON is unchanged."""
-    text = indented_json(data)
+    occur inside JSON strings, where the escape means the same character, so the JSON is unchanged.
+    NaN and Infinity, which are not JSON, raise ValueError: no file of ours may hold what cannot be read."""
+    text = indented_json(data, allow_nan=False)
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
@@ -216,7 +229,7 @@ _FLOAT_NOTING = json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float
 """Made once: `json.loads(text, parse_float=...)` makes a decoder (and its scanner) at every call."""
 
 
-def indented_json(data: Any, *, float_free: bool = False) -> str:
+def indented_json(data: Any, *, float_free: bool = False, allow_nan: bool = True) -> str:
     """`json.dumps(data, indent=2, ensure_ascii=False)`, the same text, written by pydantic-core (Rust)
     where it is the same (the json module indents in pure Python). Both write JSON's strings, integers,
     true/false/null, nesting and key order alike (tests/test_record_speed_json.py holds them to it);
@@ -224,13 +237,16 @@ def indented_json(data: Any, *, float_free: bool = False) -> str:
     written by pydantic-core only when its compact form equals the json module's. `float_free`: the
     caller knows `data` is parsed JSON holding no float, NaN nor Infinity (`parse_json_noting_floats`).
     What pydantic-core refuses (a lone surrogate, nesting deeper than it goes) is left to json.dumps,
-    and so is anything json.dumps refuses, which it then raises."""
+    and so is anything json.dumps refuses, which it then raises; with `allow_nan=False` also NaN and
+    Infinity, which are not JSON (our own files: one holding them could not be read back; a recorded
+    body that holds them is kept as the server sent it)."""
     try:
-        if float_free or to_json(data) == json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"):
+        if float_free or to_json(data) == json.dumps(data, ensure_ascii=False, separators=(",", ":"),
+                                                     allow_nan=allow_nan).encode("utf-8"):
             return to_json(data, indent=2).decode("utf-8")
     except (ValueError, TypeError, RecursionError):  # not the same, or not JSON data: json.dumps says which
         pass
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=allow_nan)
 
 
 def write_model(path: str | Path, model: BaseModel) -> None:

@@ -382,6 +382,8 @@ def open_indexed_store(store: str | Path | None = None, cassettes: str | Path | 
     root = cassettes_root(cassettes)
     if cassettes is not None and not root.is_dir():
         raise InputError(root, "no such cassettes folder")
+    if cassettes is not None and (root / MANIFEST).is_file():
+        raise InputError(root, "is a run folder: --cassettes takes the folder that holds run folders (here its parent)")
     page_store = PageStore(store_folder(store))
     try:
         page_store.index_runs(find_runs(root))

@@ -65,6 +65,8 @@ def load_prompt(name_or_path: str) -> Prompt:
         text = resources.files("replay.prompts").joinpath(f"{name_or_path}.md").read_text("utf-8")
         return Prompt(name_or_path, text)
     path = Path(name_or_path)
+    if path.exists() and not path.is_file():
+        raise InputError(name_or_path, "is not a file (a folder, or a pipe such as <(...)): give a prompt file")
     if not path.is_file():
         raise InputError(
             name_or_path, f"no such prompt: give a bundled name ({', '.join(BUNDLED)}) or a prompt file"

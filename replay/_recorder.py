@@ -95,7 +95,7 @@ from ._matching import (
 from ._mcp import normalise_learn_url, parse_jsonrpc_reply
 from ._cassette_cache import Cassette, source_sha256
 from ._records import RunStats
-from ._runs import cassette_name
+from ._runs import cassette_name, in_folder
 from ._scrub import scrub_interaction
 
 if TYPE_CHECKING:
@@ -517,7 +517,7 @@ class HttpRecorder:
     @contextmanager
     def conversation(self, claims_file: str) -> Iterator[None]:
         """Route this thread's HTTP traffic to `claims_file`'s cassette for the duration of the block."""
-        tape = _Tape(claims_file, self.run_dir / cassette_name(claims_file))
+        tape = _Tape(claims_file, in_folder(self.run_dir, cassette_name(claims_file)))
         if self.mode == "replay":
             tape.load()
         token = self._current.set(tape)

@@ -12,6 +12,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ._mcp import split_url
+
 ClaimType = Literal["version", "tpm", "sku", "region", "status", "taxonomy"]
 Verdict = Literal["grounded", "not_grounded", "source_silent"]
 GoldLabel = Literal["correct", "outdated", "wrong", "unsourced"]
@@ -31,6 +33,23 @@ GOLD_TO_VERDICT: dict[str, Verdict] = {
 VERDICTS: tuple[Verdict, ...] = ("grounded", "not_grounded", "source_silent")
 LEARN_MCP_URL = "https://learn.microsoft.com/api/mcp"
 """The public Learn MCP endpoint, the default `--learn-url`."""
+
+
+def endpoint_problem(url: str) -> str | None:
+    """What makes `url` unusable as an endpoint (`--learn-url`, `--anthropic-base-url`, their settings and
+    run.json fields), or None: the one rule. An http(s) scheme, a host, a port that parses, and no
+    whitespace or control character (NUL included)."""
+    shown = repr(url) if len(url) <= 80 else repr(url[:77]) + "..."
+    if any(c.isspace() or not c.isprintable() for c in url):
+        return f"{shown} is not an http(s) URL (it holds whitespace or a control character)"
+    parts = split_url(url)
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return f"{shown} is not an http(s) URL (http:// or https://, a host, then an optional :port and path)"
+    try:
+        parts.port  # reading it parses it
+    except ValueError:
+        return f"{shown} is not an http(s) URL (its port is not a number from 0 to 65535)"
+    return None
 
 
 class _Open(BaseModel):
@@ -79,8 +98,8 @@ class ClaimsBatch(_Open):
 
     file: str = Field(min_length=1)
     """The documentation file the claims come from (the pairing key with `id`)."""
-    claims: list[Claim]
-    """The claims, in file order."""
+    claims: list[Claim] = Field(min_length=1)
+    """The claims, in file order (at least one: a conversation about no claim would be paid for nothing)."""
 
 
 class GoldItem(_Open):
@@ -425,6 +444,14 @@ class RunManifest(BaseModel):
         except ValueError:
             raise problem from None
         return recorded_at
+
+    @field_validator("learn_url", "anthropic_base_url")
+    @classmethod
+    def _an_endpoint(cls, url: str | None) -> str | None:
+        problem = None if url is None else endpoint_problem(url)
+        if problem:
+            raise ValueError(problem)
+        return url
 
 
 # --------------------------------------------------------------------------- grading

@@ -18,6 +18,11 @@ every reader that looks for runs passes it by):
 
 A recording that fails or is interrupted before `commit` removes its staging folder and leaves the old
 run exactly as it was.
+
+Readers that take a run as a whole (a replay, `cassettes verify`) hold a shared `flock` on the run
+folder itself (`reading`; nothing is written, so a read-only project reads as before), and `commit` takes
+it exclusively around the swap: a recording waits for them to finish, and a reader never reads half of
+the old run and half of the new one.
 """
 
 from __future__ import annotations
@@ -27,12 +32,14 @@ import errno
 import fcntl
 import os
 import shutil
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
 from ._cassette import CASSETTE_SUFFIX
 from ._errors import UsageError
-from ._io import display_path, os_error_about
+from ._io import atomic_write_text, display_path, os_error_about
 
 STAGING_FOLDER = ".judge-replay-staging"
 RUN_FILES = ("run.json", "results.json", "prompt.md")
@@ -80,16 +87,20 @@ class RunFolderWriter:
             self._unlock()
 
     def commit(self) -> None:
-        """Replace the run by the staging folder, as one step where the filesystem allows it."""
+        """Replace the run by the staging folder, as one step where the filesystem allows it, once no one
+        reads the old run (`reading`)."""
         if not self.run.exists():
             os.rename(self.staging, self.run)
-        elif _exchange(self.staging, self.run):
-            shutil.rmtree(self.staging)  # now the old run
-        else:
-            previous = self.area / f"{self.run.name}.previous"
-            os.rename(self.run, previous)
-            os.rename(self.staging, self.run)  # a kill between the two: `_recover` finishes it
-            shutil.rmtree(previous)
+            self.committed = True
+            return
+        with _folder_lock(self.run, fcntl.LOCK_EX):
+            if _exchange(self.staging, self.run):
+                shutil.rmtree(self.staging)  # now the old run
+            else:
+                previous = self.area / f"{self.run.name}.previous"
+                os.rename(self.run, previous)
+                os.rename(self.staging, self.run)  # a kill between the two: `_recover` finishes it
+                shutil.rmtree(previous)
         self.committed = True
 
     # ------------------------------------------------------------------ the lock
@@ -135,6 +146,75 @@ class RunFolderWriter:
             self.area.rmdir()  # only when nothing else is in it
         except OSError:
             pass
+
+
+@contextmanager
+def changing(run: Path) -> Iterator[None]:
+    """Hold the lock a recording into `run` holds, while files of the run are changed in place (`grade
+    --freeze`): refused (UsageError) while a recording is in progress, which would swap its new run in and
+    lose the change; and no recording starts meanwhile."""
+    writer = RunFolderWriter(run)
+    writer._lock()
+    try:
+        yield
+    finally:
+        writer._unlock()
+
+
+def write_folder(folder: Path, files: Mapping[str, str]) -> None:
+    """Make `folder` hold exactly `files` (name -> text) as one step, as a run folder is replaced: written
+    into a hidden folder beside it (`.<name>.writing`, left over only by a kill, and cleared by the next
+    write), then swapped in. A kill at any moment leaves the old folder or the new one, whole."""
+    staging = folder.with_name(f".{folder.name}.writing")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for name, text in files.items():
+        atomic_write_text(staging / name, text)
+    if not folder.exists():
+        os.rename(staging, folder)
+    elif _exchange(staging, folder):
+        shutil.rmtree(staging)  # now the old folder
+    else:
+        previous = folder.with_name(f".{folder.name}.previous")
+        shutil.rmtree(previous, ignore_errors=True)
+        os.rename(folder, previous)
+        os.rename(staging, folder)
+        shutil.rmtree(previous)
+
+
+@contextmanager
+def reading(run: str | Path) -> Iterator[None]:
+    """Read the run folder `run` as a whole: a recording into it swaps its new run in only after the block
+    (see the module docstring). A folder that is not there, or a file system without `flock` on folders,
+    is read as before, unlocked."""
+    path = Path(os.path.realpath(run))
+    for _ in range(10):
+        with _folder_lock(path, fcntl.LOCK_SH) as fd:
+            if fd is None or _same_file(fd, path):
+                yield
+                return
+        # the run was swapped while we waited for the recording: lock the new one
+    yield
+
+
+@contextmanager
+def _folder_lock(folder: Path, how: int) -> Iterator[int | None]:
+    """`flock(how)` on the folder itself, held for the block: its descriptor, or None when the folder
+    cannot be opened or locked (not there, or a file system without flock on folders)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield None
+        return
+    try:
+        try:
+            fcntl.flock(fd, how)
+        except OSError:
+            yield None
+            return
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def recover(run: Path) -> None:

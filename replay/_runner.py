@@ -52,7 +52,7 @@ from ._records import (
     held,
     restored,
 )
-from ._runfolder import RunFolderWriter, recover
+from ._runfolder import RunFolderWriter, reading, recover
 from ._runs import MANIFEST, PROMPT, RESULTS, Run, cassette_name
 from ._scrub import scrub_text
 
@@ -144,12 +144,13 @@ def judged_run(
         if run_dir is None:
             raise UsageError("--mode replay needs --run DIR: the run whose cassettes answer every request")
         recover(Path(run_dir))
-        run = Run(run_dir)
-        if prompt_name_or_path is None and not claims_paths:
-            return replayed_run(run, concurrency=concurrency, progress=progress)
-        prompt = load_prompt(prompt_name_or_path) if prompt_name_or_path else _run_prompt(run)
-        batches = _held_claims(load_claims(list(claims_paths))) if claims_paths else _run_claims(run)
-        return _replay(run, prompt, batches, concurrency=concurrency, progress=progress)
+        with reading(run_dir):  # a recording into it swaps its new run in after this replay, never during it
+            run = Run(run_dir)
+            if prompt_name_or_path is None and not claims_paths:
+                return replayed_run(run, concurrency=concurrency, progress=progress)
+            prompt = load_prompt(prompt_name_or_path) if prompt_name_or_path else _run_prompt(run)
+            batches = _held_claims(load_claims(list(claims_paths))) if claims_paths else _run_claims(run)
+            return _replay(run, prompt, batches, concurrency=concurrency, progress=progress)
 
     if prompt_name_or_path is None:
         raise UsageError(f"--mode {mode} needs --prompt (a bundled name or a prompt file)")
@@ -391,8 +392,9 @@ def replayed_run(run: Run | str | Path, *, concurrency: int = 4, progress: bool 
     (what `cassettes verify` does); `batched`: per file, whether results.json says it was billed through
     Message Batches, when the caller has read results.json already."""
     run = run if isinstance(run, Run) else Run(run)
-    return _replay(run, _run_prompt(run), _run_claims(run), concurrency=concurrency, progress=progress,
-                   use_receipt=use_receipt, batched=batched)
+    with reading(run.path):  # a recording into it swaps its new run in after this replay, never during it
+        return _replay(run, _run_prompt(run), _run_claims(run), concurrency=concurrency, progress=progress,
+                       use_receipt=use_receipt, batched=batched)
 
 
 # --------------------------------------------------------------------------- the conversations
@@ -657,7 +659,7 @@ def _run_claims(run: Run) -> list[tuple[Path, HeldClaims]]:
             raise InputError(entry.path, f"claims file of run {run.path} is missing (looked relative to the "
                              "current folder and to the run's parent folders); restore it to replay the run")
         digest = _sha256_file(path)
-        if digest != entry.sha256:
+        if digest != entry.sha256 and not _same_but_line_ends(path, entry.sha256):
             raise InputError(path, f"changed since run {run.path} was recorded (sha256 {digest[:12]}, recorded "
                              f"{entry.sha256[:12]}): replay needs the claims it recorded; restore the file or "
                              "re-record the run")
@@ -678,6 +680,13 @@ def _claims_entry(path: Path, batch: HeldClaims) -> ClaimsFileEntry:
 
 def _sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _same_but_line_ends(path: Path, recorded: str) -> bool:
+    """Whether the file is the one recorded with its line ends converted (a checkout with Git's
+    `core.autocrlf`, the default on Windows, writes CRLF): the same JSON, the same claims."""
+    lf = path.read_bytes().replace(b"\r\n", b"\n")
+    return recorded in (hashlib.sha256(lf).hexdigest(), hashlib.sha256(lf.replace(b"\n", b"\r\n")).hexdigest())
 
 
 def _versions() -> dict[str, str]:

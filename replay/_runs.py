@@ -40,6 +40,20 @@ MAX_FILE_NAME_BYTES = 255
 """Longest file name filesystems allow (UTF-8 bytes)."""
 
 
+def in_folder(folder: Path, name: str) -> Path:
+    """`folder / name`, or the file of the folder whose name is `name` spelt in another Unicode form: a
+    run folder copied through a file system that stores names decomposed (macOS's) holds
+    `docs_modèles.md~….yaml` in NFD, which is another name on Linux."""
+    path = folder / name
+    if name.isascii() or path.exists():
+        return path
+    wanted = unicodedata.normalize("NFC", name)
+    try:
+        return next((entry for entry in folder.iterdir() if unicodedata.normalize("NFC", entry.name) == wanted), path)
+    except OSError:
+        return path
+
+
 def cassette_name(claims_file: str) -> str:
     """The cassette file name for a claims batch's `file`: unique and stable for every `file` value,
     and safe on every filesystem (no `/`, `\\`, `:`, control characters or reserved names; capped).
@@ -128,8 +142,12 @@ class Run:
     def cassette_path(self, claims_file: str) -> Path:
         for entry in self.manifest.claims:
             if entry.file == claims_file:
-                return self.path / entry.cassette
-        return self.path / cassette_name(claims_file)
+                return in_folder(self.path, entry.cassette)
+        return in_folder(self.path, cassette_name(claims_file))
+
+    def missing_cassettes(self) -> list[str]:
+        """The claims files of the manifest whose cassette is not in the run folder."""
+        return [entry.file for entry in self.manifest.claims if not self.cassette_path(entry.file).is_file()]
 
     @cached_property
     def _batches(self) -> dict[str, tuple[Claim, ...] | None]:

@@ -46,7 +46,7 @@ from ._bodies import StringFix, is_sse, map_strings
 from ._errors import InputError
 from ._io import parse_json, read_text
 from ._mcp import FETCH_TOOL, SEARCH_TOOL, parse_jsonrpc_reply, tool_result_text
-from ._secrets import CREDENTIAL_QUERY_NAMES, PLACEHOLDER, Redactor, redact, registry, url_credentials
+from ._secrets import CREDENTIAL_QUERY_NAMES, PLACEHOLDER, Redactor, is_credential_name, redact, registry, url_credentials
 from ._yaml import load_yaml
 
 if TYPE_CHECKING:
@@ -278,8 +278,8 @@ def scrub_url(url: str) -> str:
     url = _USERINFO.sub(lambda m: f"{m.group(1)}{PLACEHOLDER}@" if m.group(2) != PLACEHOLDER else m.group(0), url)
 
     def pair(m: re.Match[str]) -> str:
-        name = unquote(m.group(2)).lower()
-        if name in CREDENTIAL_QUERY_NAMES and m.group(3) and m.group(3) != PLACEHOLDER:
+        name = unquote(m.group(2))
+        if is_credential_name(name) and m.group(3) and m.group(3) != PLACEHOLDER:
             return f"{m.group(1)}{m.group(2)}={PLACEHOLDER}"
         return m.group(0)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
@@ -37,7 +38,22 @@ CREDENTIAL_QUERY_NAMES = frozenset(
         "x-amz-signature", "x-amz-security-token", "x-goog-signature", "private_key", "session_token",
     }
 )
-"""Query parameters whose value is a credential (case-insensitive)."""
+"""Query parameters whose value is a credential (case-insensitive); see also `is_credential_name`."""
+_CREDENTIAL_WORDS = frozenset({"key", "token", "secret", "sig", "signature", "auth", "password", "passwd", "pwd",
+                               "pass", "session", "credential", "credentials", "bearer", "sas", "code", "apikey"})
+_NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+def is_credential_name(name: str) -> bool:
+    """Whether a query parameter of that name carries a credential: one of `CREDENTIAL_QUERY_NAMES`, or a
+    name with a credential word in it (`apiToken`, `x-functions-key`, `auth_token`, `access-token`)."""
+    lowered = name.lower()
+    return (lowered in CREDENTIAL_QUERY_NAMES or any(w in lowered for w in _CREDENTIAL_PARTS)
+            or any(w.lower() in _CREDENTIAL_WORDS for w in _NAME_WORDS.findall(name)))
+
+
+_CREDENTIAL_PARTS = ("token", "secret", "passw", "apikey", "signature", "credential")
+"""Words that make a name a credential's wherever they stand in it (`apitoken`, all one word)."""
 
 
 class Redactor:
@@ -161,15 +177,21 @@ def remember_url(url: str | None) -> None:
 
 
 def url_credentials(url: str | None) -> list[str]:
-    """The credential values in a URL: userinfo (user and password) and values of credential query names."""
-    if not url or ("@" not in url and "?" not in url):  # no userinfo, no query
+    """The credential values in a URL: userinfo (user and password), values of credential query names
+    (`is_credential_name`), and its fragment (never sent, so never needed: whole, and its values). A URL
+    that does not parse (a `/` left unencoded in a password) still gives what stands before its last `@`."""
+    if not url or ("@" not in url and "?" not in url and "#" not in url):  # no userinfo, no query, no fragment
         return []
+    out: list[str] = []
+    loose = _LOOSE_USERINFO.match(url)
+    if loose:
+        userinfo = unquote(loose.group(1))
+        out += [userinfo, userinfo.partition(":")[2]]
     try:
         parts = urlsplit(url)
         password, username = parts.password, parts.username
     except ValueError:
-        return []
-    out: list[str] = []
+        return [v for v in out if v]
     if password:
         out.append(unquote(password))
         if username:
@@ -179,9 +201,16 @@ def url_credentials(url: str | None) -> list[str]:
             out += [unquote(username), user_password,
                     "Basic " + base64.b64encode(user_password.encode("utf-8")).decode("ascii")]
     for name, value in parse_qsl(parts.query, keep_blank_values=False):
-        if name.lower() in CREDENTIAL_QUERY_NAMES and value:
+        if is_credential_name(name) and value:
             out.append(value)
-    return out
+    if parts.fragment:
+        out += [unquote(parts.fragment), *(value for _, value in parse_qsl(parts.fragment))]
+    return [v for v in out if v]
+
+
+_LOOSE_USERINFO = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*://([^?#]*)@")
+"""Everything between `://` and the last `@` before any query or fragment: the userinfo, also when a `/`
+left unencoded in a password makes the URL parse otherwise."""
 
 
 def known() -> bool:

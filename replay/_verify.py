@@ -15,6 +15,7 @@ from ._matching import results_differences
 from ._recorder import recorders_created
 from ._records import FileResult
 from ._runner import replayed_run
+from ._runfolder import reading
 from ._runs import Run
 
 
@@ -35,8 +36,13 @@ class VerifyReport:
 
 def verify_run(run_dir: str | Path) -> VerifyReport:
     """Replay a run offline (its own prompt, claims and cassettes) and check that it reproduces its
-    recorded results.json (`files`) and that every recorded interaction was used."""
-    run = Run(run_dir)
+    recorded results.json (`files`) and that every recorded interaction was used. The run is read as a
+    whole (`_runfolder.reading`): a recording into it swaps its new run in afterwards."""
+    with reading(run_dir):
+        return _verify(Run(run_dir))
+
+
+def _verify(run: Run) -> VerifyReport:
     results = load_results(run.path)
     batched = {f.file: f.batch for f in results.files}
     recorded = {f.file: _fingerprint(f) for f in results.files}  # memory holds the replay's results, and these

@@ -31,6 +31,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     begin_session()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """An interrupted session deletes no snapshot: a run whose test was stopped before its assertion is not
+    unused (before syrupy's own `pytest_sessionfinish`, which deletes unused snapshots on an update)."""
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        from .snapshot import keep_every_snapshot
+
+        keep_every_snapshot(session.config)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     from .snapshot import end_session
 

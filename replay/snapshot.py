@@ -50,9 +50,10 @@ from syrupy.types import PropertyFilter, PropertyMatcher, SerializableData, Seri
 
 from ._cassette import CASSETTE_SUFFIX
 from ._errors import InputError
-from ._io import atomic_write_text, display_path, dump_json, portable_path, printable
+from ._io import display_path, dump_json, portable_path, printable
 from ._mcp import normalise_learn_url
 from ._records import ClaimResult, ResultsFile
+from ._runfolder import write_folder
 from ._runs import Run, cassette_name
 from ._text import normalise_ws, short_hash
 
@@ -78,6 +79,9 @@ _failed_runs: set[str] = set()
 _mismatches: list[list[str]] = []
 """Every mismatch explained in this pytest session, in full: the plugin's terminal summary lists them,
 since pytest cuts an assertion message after 8 lines (reset by the plugin at session start)."""
+_owners: dict[str, Path] = {}
+"""Snapshot name -> the run folder asserted under it in this pytest session: a second run of the same
+folder name elsewhere would share (and, updated, overwrite) its snapshot."""
 
 
 def session_mismatches() -> list[list[str]]:
@@ -85,23 +89,39 @@ def session_mismatches() -> list[list[str]]:
     return list(_mismatches)
 
 
-_outer_sessions: list[tuple[set[str], list[list[str]]]] = []
+_keep_all = [False]
+"""Set when this pytest session was interrupted: no snapshot is deleted as unused (`keep_every_snapshot`)."""
+
+
+def keep_every_snapshot(config: pytest.Config) -> None:
+    """This session was interrupted: delete no snapshot as unused (ours are deleted through
+    `VerdictSnapshotExtension.delete_snapshots`), and tell syrupy, as `--snapshot-disable-unused` does, not
+    to report them as unused."""
+    _keep_all[0] = True
+    config.option.disable_unused_snapshots = True
+
+
+_outer_sessions: list[tuple[set[str], list[list[str]], dict[str, Path]]] = []
 
 
 def begin_session() -> None:
     """Start a pytest session's records afresh, keeping those of a session it runs inside (pytester)."""
-    _outer_sessions.append((set(_failed_runs), list(_mismatches)))
+    _outer_sessions.append((set(_failed_runs), list(_mismatches), dict(_owners)))
+    _keep_all[0] = False
     _failed_runs.clear()
     _mismatches.clear()
+    _owners.clear()
 
 
 def end_session() -> None:
     """Give the records of the enclosing session, if any, back."""
     if _outer_sessions:
-        failed, mismatches = _outer_sessions.pop()
+        failed, mismatches, owners = _outer_sessions.pop()
         _failed_runs.clear()
         _failed_runs.update(failed)
         _mismatches[:] = mismatches
+        _owners.clear()
+        _owners.update(owners)
 
 
 # --------------------------------------------------------------------------- the value compared
@@ -277,7 +297,7 @@ class VerdictSnapshotExtension(AbstractSyrupyExtension):
         if not root.is_dir():
             return discovered
         for folder in sorted(root.iterdir()):
-            if folder.name in _failed_runs or not _snapshot_files(folder):
+            if folder.name.startswith(".") or folder.name in _failed_runs or not _snapshot_files(folder):  # "." : `write_folder`'s
                 continue
             discovered.add(self.read_snapshot_collection(snapshot_location=str(folder)))
         return discovered
@@ -317,14 +337,13 @@ class VerdictSnapshotExtension(AbstractSyrupyExtension):
         folder = Path(snapshot_collection.location)
         for snapshot in snapshot_collection:
             data = snapshot.data
-            files = unpack(data.decode("utf-8") if isinstance(data, bytes) else str(data))
-            for name, text in files.items():
-                atomic_write_text(folder / name, text)
-            for stale in _snapshot_files(folder):
-                if stale.name not in files:  # a claims file no longer in the run
-                    stale.unlink()
+            # the run's snapshot replaced as a whole (a claims file no longer in the run goes with it): an
+            # update stopped at any moment leaves the old snapshot or the new one, never half of each
+            write_folder(folder, unpack(data.decode("utf-8") if isinstance(data, bytes) else str(data)))
 
     def delete_snapshots(self, *, snapshot_location: str, snapshot_names: set[str]) -> None:
+        if _keep_all[0]:  # an interrupted session: what it did not assert is not unused
+            return
         folder = Path(snapshot_location)
         for path in _snapshot_files(folder):
             path.unlink()
@@ -356,6 +375,12 @@ class VerdictSnapshotAssertion(SnapshotAssertion):
         if not isinstance(data, RunVerdicts):
             raise TypeError(_not_run_verdicts(data))
         self._run = data
+        if data.path is not None:
+            where = data.path.resolve()
+            other = _owners.setdefault(data.name, where)
+            if other != where:
+                raise InputError(data.path, f"its verdicts would be snapshot in {data.name}/, as those of {other} "
+                                 "are in this session: two runs of one folder name share a snapshot; rename one")
         self(name=data.name)  # syrupy restores the index after the assertion
         ok = super()._assert(data)
         result = self.executions.get(self.num_executions - 1)

@@ -162,6 +162,20 @@ def test_same_prompt_twice_gets_distinct_results_files(project, capsys):
     assert len(out["gates"]) == 2
 
 
+def test_versions_whose_names_would_collide_still_get_a_results_file_each(project, capsys):
+    """The same prompt in two folders of one name, and prompt files whose names differ only in letters a
+    results file name leaves out: each version's results file is its own (none written over another)."""
+    write_run(project / "other" / "v3-demo", prompt="v3", results=_results(CAND), pages={"docs/a.md": {URL: PAGE}})
+    for name in ("prompt-é", "prompt-ü"):
+        (project / f"{name}.md").write_text("# Judge\n")
+        write_run(project / "runs" / name, prompt=f"{name}.md", results=_results(CAND), pages={"docs/a.md": {URL: PAGE}})
+    assert main(["bakeoff", "--no-replay", "--json", "--candidate", "cassettes/v3-demo", "--candidate", "other/v3-demo",
+                 "--candidate", "runs/prompt-é", "--candidate", "runs/prompt-ü", "--out-dir", "out"]) == 0
+    files = [v["results_file"] for v in json.loads(capsys.readouterr().out)["versions"]]
+    assert len(set(files)) == 5 and len(list((project / "out").glob("*.json"))) == 5
+    assert files[1].startswith("out/judge-bakeoff-results-v3-v3-demo-") and files[3].startswith("out/judge-bakeoff-results-prompt-_")
+
+
 def test_replay_differences_and_names():
     recorded = ResultsFile.model_validate({"files": _results(BASE)})
     replayed = ResultsFile.model_validate({"files": _results({**BASE, "a-3": "not_grounded"})})
@@ -291,3 +305,18 @@ def test_a_run_whose_replay_does_not_reproduce_it_fails_the_bakeoff(tmp_path, mo
     # the untouched run reproduces: exit 0
     assert main(["bakeoff", "--gold", str(root / "demo" / "gold-correctness-set.json"), "--baseline", "v2-demo",
                  "--candidate", "v2-demo", "--out-dir", "out2"]) == 0
+
+
+def test_freezing_a_run_while_a_recording_into_it_runs_is_refused(project):
+    """The recording would swap its new run in and the freeze would be lost: refused, as a second recording is."""
+    from replay._bakeoff import set_frozen
+    from replay._errors import UsageError
+    from replay._runfolder import RunFolderWriter
+
+    run = project / "cassettes" / "v3-demo"
+    with RunFolderWriter(run):
+        with pytest.raises(UsageError, match="another recording into .* is in progress"):
+            set_frozen(run)
+    assert set_frozen(run) == [run / "results.json", run / "run.json"]
+    assert json.loads((run / "run.json").read_text())["frozen"] is True
+    assert not (project / "cassettes" / ".judge-replay-staging").exists()  # its lock went with it

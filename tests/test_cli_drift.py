@@ -301,6 +301,7 @@ def test_live_with_a_tool_error_for_one_page_keeps_the_snapshot_and_leaves_its_c
     assert found == {"m-1": "unchanged", "m-2": "unchanged", "m-3": "unchanged", "q-1": "unchecked", "o-1": "unchanged"}
     (snapshot,) = [p for p in (tmp_path / "cassettes").iterdir() if p.name.startswith("pages-")]
     assert (snapshot / "run.json").is_file()  # the snapshot landed, its failed fetch recorded as answered
+    assert sorted(p.name for p in (tmp_path / "cassettes").iterdir()) == sorted(["r1", snapshot.name])  # staged, moved in
 
 
 def test_live_with_learn_unreachable_exits_1(tmp_path, capsys):
@@ -520,3 +521,34 @@ def test_a_users_run_is_re_recorded_beside_it_saying_what_that_adds(tmp_path, ca
     assert report["rerecord_note"] == (
         f"{folder} is a new run folder beside {old}: `diff` may use it as a controlled run of its siblings, and a "
         "project whose tests snapshot every run needs its snapshot written (pytest --snapshot-update)")
+
+
+def test_a_run_whose_cassettes_are_missing_is_refused_not_reported_as_changed(tmp_path, capsys):
+    """Without its cassettes a run holds none of the pages its judge read: every claim would look changed."""
+    old = write_recorded_run(tmp_path / "r1", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+    later = write_recorded_run(tmp_path / "r2", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1})
+    assert run_cli(capsys, "drift", old, "--against", later)[0] == 0
+    (old / Run(old).cassette_path("docs/quotas.md").name).rename(old / "renamed.yaml")
+    code, out, err = run_cli(capsys, "drift", old, "--against", later)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert "the cassette of 1 claims file(s) is missing (docs/quotas.md)" in err and str(old) in err
+
+
+def test_cassettes_whose_names_a_copy_decomposed_are_found(tmp_path, capsys):
+    """A run copied through macOS keeps `docs_modèles.md~….yaml` spelt NFD: the same cassette."""
+    import shutil
+    import unicodedata
+
+    from factories import write_run
+
+    file = "docs/modèles.md"
+    results = [{"file": file, "results": [{"id": "m-1", "judge_verdict": "grounded", "rule": "", "evidence_url": MODELS,
+                                           "evidence_quote": CLAIMS["docs/models.md"][0]["quote"], "reason": "stated"}]}]
+    old = write_run(tmp_path / "r1", results=results, pages={file: {MODELS: MODELS_V1}})
+    later = write_run(tmp_path / "r2", results=results, pages={file: {MODELS: MODELS_V1}})
+    cassette = Run(old).cassette_path(file)
+    shutil.move(cassette, cassette.with_name(unicodedata.normalize("NFD", cassette.name)))
+    assert not cassette.exists()
+    code, out, err = run_cli(capsys, "drift", old, "--against", later, "--json")
+    assert code == 0, err
+    assert statuses(json.loads(out)) == {"m-1": "unchanged"}

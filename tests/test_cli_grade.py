@@ -295,3 +295,22 @@ def test_the_gate_adopts_nothing_when_the_two_runs_judged_different_claims(proje
     gate = json.loads(capsys.readouterr().out)["gate"]
     assert gate["adopt"] is False and gate["within_noise"] is None
     assert gate["reason"].startswith("do not adopt: the two runs judged different claims in 1 claims file (docs/a.md)")
+
+
+def test_names_spelt_in_another_unicode_form_pair_all_the_same(tmp_path, monkeypatch, capsys):
+    """A gold set written on a Mac may spell `modèles` decomposed (NFD) where the results compose it
+    (NFC): the same claims, graded as such, with no claim left without a verdict."""
+    import unicodedata
+
+    monkeypatch.chdir(tmp_path)
+    composed = "docs/modèles.md"
+    write_json(tmp_path / "results.json", {"files": [{"file": composed, "results": [
+        {"id": "m-1", "judge_verdict": "not_grounded"}, {"id": "m-2", "judge_verdict": "grounded"}]}]})
+    write_json(tmp_path / "gold.json", {"name": "g", "items": [
+        {"file": unicodedata.normalize("NFD", composed), "id": "m-1", "label": "outdated"},
+        {"file": unicodedata.normalize("NFD", composed), "id": "m-2", "label": "correct"}]})
+    assert main(["grade", "results.json", "--gold", "gold.json", "--json"]) == 0
+    out, err = capsys.readouterr()
+    scores = json.loads(out)
+    assert (scores["tp"], scores["tn"], scores["no_verdict"], scores["precision"], scores["recall"]) == (1, 1, 0, 1.0, 1.0)
+    assert "no result" not in err and "no gold item" not in err

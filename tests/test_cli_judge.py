@@ -143,3 +143,22 @@ def test_help_names_the_key_the_stand_ins_and_an_example_per_mode(capsys: Any) -
     for mode in ("live", "record", "replay"):
         assert f"--mode {mode}" in text.split("Examples:")[1]
     assert "--retry-failed" in text
+
+
+def test_a_checkout_that_turned_line_ends_into_crlf_still_replays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: Any) -> None:
+    """Git for Windows checks text out with CRLF by default: the claims are the same, so the run replays;
+    a claims file whose content changed is still refused."""
+    import shutil
+
+    root = Path(__file__).resolve().parents[1]
+    shutil.copytree(root / "cassettes" / "v3-demo", tmp_path / "cassettes" / "v3-demo")
+    shutil.copytree(root / "demo" / "claims", tmp_path / "demo" / "claims")
+    claims = tmp_path / "demo" / "claims" / "evaluation.json"
+    claims.write_bytes(claims.read_bytes().replace(b"\n", b"\r\n"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["judge", "--mode", "replay", "--run", "cassettes/v3-demo", "--no-progress"]) == 0
+    capsys.readouterr()
+    claims.write_bytes(claims.read_bytes().replace(b"compute their score", b"compute a score"))
+    assert main(["judge", "--mode", "replay", "--run", "cassettes/v3-demo", "--no-progress"]) == 2
+    assert "changed since run" in capsys.readouterr().err

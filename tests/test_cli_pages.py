@@ -64,6 +64,8 @@ def test_unknown_url_or_hash_exit_2_listing_what_is_known(tmp_path, cassettes, c
     assert code == 2 and "deadbeef" in err and sha256_text(V1)[:12] in err and "Traceback" not in err
     code, _, err = pages(capsys, tmp_path, tmp_path / "no-such-folder", "history", URL)
     assert code == 2 and "no such cassettes folder" in err
+    code, _, err = pages(capsys, tmp_path, cassettes / "r1", "history", URL)  # a run folder, not the folder of runs
+    assert code == 2 and "is a run folder: --cassettes takes the folder that holds run folders" in err
 
 
 def test_a_url_that_does_not_parse_is_an_unknown_page_not_a_crash(tmp_path, cassettes, capsys):

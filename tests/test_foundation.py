@@ -84,3 +84,37 @@ def test_an_empty_gold_set_is_bad_input(tmp_path):
     path = write_json(tmp_path / "gold.json", {"name": "x", "items": []})
     with pytest.raises(InputError, match="no items"):
         load_gold(path)
+
+
+def test_our_writes_go_through_a_symlink_keep_permissions_and_take_the_longest_names(tmp_path):
+    """`--out` on a symlink replaces the file it points to (the link stays); a file replaced keeps its
+    mode (a 0600 report stays private); a name of 255 bytes, which the file system allows, can be written
+    although the temporary file beside it has a longer name of its own."""
+    import os
+    import stat
+
+    from replay._io import atomic_write_text
+
+    real, link = tmp_path / "real.json", tmp_path / "link.json"
+    real.write_text("old")
+    os.chmod(real, 0o600)
+    link.symlink_to(real)
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    assert stat.S_IMODE(real.stat().st_mode) == 0o600
+    longest = tmp_path / ("é" * 125 + ".json")  # 255 bytes in UTF-8
+    atomic_write_text(longest, "x")
+    assert longest.read_text() == "x" and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_claims_file_with_no_claims_is_refused_before_anything_is_paid(tmp_path):
+    """An empty claims list would cost a model call and then fail as if the judge had answered nothing."""
+    path = write_json(tmp_path / "x.json", {"file": "docs/x.md", "claims": []}) or tmp_path / "x.json"
+    with pytest.raises(InputError, match="claims: List should have at least 1 item"):
+        load_claims([path])
+
+
+def test_a_line_break_in_a_file_name_keeps_the_message_on_one_line(tmp_path):
+    assert str(InputError(tmp_path / "a\nb.json", "no such file")) == f"{tmp_path}/a\\nb.json: no such file"
+    with pytest.raises(InputError, match="is not a file .a folder, or a pipe"):
+        load_prompt(str(tmp_path))

@@ -232,6 +232,32 @@ CASES = [
          [put("runs/b/run.json", DEEP)], lines=2),
     # schema
     Case("schema of an unknown format", ["schema", "claim"], "'claim'"),
+    # a NUL in a path setting (a shell cannot pass one in a flag; a pyproject.toml can hold one)
+    Case("bakeoff baseline setting with a NUL", ["bakeoff"], "baseline",
+         [settings('[tool.judge-replay]\nbaseline = "runs/a\\u0000b"\n')]),
+    Case("grade gold setting with a NUL", ["grade", "runs/a"], "gold",
+         [settings('[tool.judge-replay]\ngold = "gold\\u0000.json"\n')]),
+    Case("bakeoff candidates setting with a NUL", ["bakeoff"], "candidates",
+         [settings('[tool.judge-replay]\ncandidates = ["runs/b", "runs/\\u0000"]\n')]),
+    Case("drift --live cassettes setting with a NUL", ["drift", "runs/a", "--live"], "cassettes",
+         [settings('[tool.judge-replay]\ncassettes = "out\\u0000"\n')]),
+    Case("pages history page-store setting with a NUL", ["pages", "history", URL, "--cassettes", "runs"], "page-store",
+         [settings('[tool.judge-replay]\npage-store = "store\\u0000"\n')]),
+    # endpoints that are no http(s) URL, in settings and in run.json
+    Case("judge learn-url setting with no closing bracket", [*JUDGE, "--claims", "claims"], "learn-url",
+         [settings('[tool.judge-replay]\nlearn-url = "http://[::1"\n')]),
+    Case("drift --live learn-url setting with a NUL", ["drift", "runs/a", "--live"], "learn-url",
+         [settings('[tool.judge-replay]\nlearn-url = "http://a\\u0000b/api/mcp"\n')]),
+    Case("judge anthropic-base-url setting with a bad port", [*JUDGE, "--claims", "claims"], "anthropic-base-url",
+         [settings('[tool.judge-replay]\nanthropic-base-url = "http://127.0.0.1:99999"\n')]),
+    Case("cassettes verify a run.json whose learn_url is 'x'", ["cassettes", "verify", "runs/a"], "run.json",
+         [manifest_top(learn_url="x")]),
+    Case("judge replay a run.json whose learn_url is empty", ["judge", "--mode", "replay", "--run", "runs/a",
+                                                              "--no-progress"], "run.json", [manifest_top(learn_url="")]),
+    Case("grade a run.json whose anthropic_base_url holds a NUL", GRADE, "run.json",
+         [manifest_top(anthropic_base_url="http://127.0.0.1:8932\x00")]),
+    Case("cassettes verify a run.json whose learn_url has no closing bracket", ["cassettes", "verify", "runs/a"],
+         "run.json", [manifest_top(learn_url="http://[::1/api/mcp")]),
 ]
 
 

@@ -139,3 +139,10 @@ def test_results_files_are_written_as_before() -> None:
     for path in results:
         data = json.loads(path.read_text("utf-8"))
         assert dump_json(data) == path.read_text("utf-8")
+
+
+def test_our_own_files_never_hold_what_json_cannot_read() -> None:
+    for value in (float("nan"), float("inf"), float("-inf")):
+        with pytest.raises(ValueError):
+            dump_json({"max_cost_usd": value})
+    assert dump_json({"max_cost_usd": 1.5}) == '{\n  "max_cost_usd": 1.5\n}\n'

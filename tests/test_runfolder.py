@@ -19,7 +19,7 @@ import pytest
 from factories import LocalServer, write_json
 from replay._errors import UsageError
 from replay._verify import verify_run
-from replay._runfolder import STAGING_FOLDER, RunFolderWriter, recover
+from replay._runfolder import STAGING_FOLDER, RunFolderWriter, reading, recover, write_folder
 from replay._sim import start_learn, start_model
 
 REPO = Path(__file__).resolve().parents[1]
@@ -240,3 +240,41 @@ def test_a_run_inside_a_staging_folder_is_refused(tmp_path: Path, inside: str) -
     with pytest.raises(UsageError, match="cannot be inside a .judge-replay-staging folder"):
         RunFolderWriter(tmp_path / "runs" / inside)
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_recording_swaps_its_run_in_only_once_no_one_reads_the_old_one(tmp_path: Path) -> None:
+    """A replay or a verify reads a run as a whole (`reading`): a recording that finishes meanwhile waits
+    to swap its run in, so the reader never sees half of each; the next reader reads the new run."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text("old")
+    committed = threading.Event()
+
+    def record() -> None:
+        with RunFolderWriter(run) as writer:
+            (writer.staging / "run.json").write_text("new")
+            writer.commit()
+        committed.set()
+
+    with reading(run):
+        recorder = threading.Thread(target=record)
+        recorder.start()
+        assert not committed.wait(1.0)  # the swap waits for the reader
+        assert (run / "run.json").read_text() == "old"
+    recorder.join(30)
+    assert committed.is_set()
+    with reading(run):
+        assert (run / "run.json").read_text() == "new"
+
+
+def test_a_folder_written_as_a_whole_is_the_old_one_or_the_new_one(tmp_path: Path) -> None:
+    """What a snapshot update uses: a failure halfway through writing the new files leaves the old folder
+    whole (the half-written one is hidden, and cleared by the next write)."""
+    folder = tmp_path / "snapshots" / "r1"
+    write_folder(folder, {"a.json": "1", "b.json": "1"})
+    with pytest.raises(ValueError):
+        write_folder(folder, {"a.json": "2", "b\x00.json": "2"})  # the second file cannot be written
+    assert {p.name: p.read_text() for p in folder.iterdir()} == {"a.json": "1", "b.json": "1"}
+    write_folder(folder, {"a.json": "2"})
+    assert {p.name: p.read_text() for p in folder.iterdir()} == {"a.json": "2"}
+    assert [p.name for p in folder.parent.iterdir()] == ["r1"]

@@ -170,6 +170,34 @@ def test_urls_lose_userinfo_and_credential_query_values_by_name_only() -> None:
         "HTTP 500 from https://x.test/mcp?client_secret=REDACTED: failed")
 
 
+@pytest.mark.parametrize("name", ["apiToken", "auth_token", "x-functions-key", "access-token", "bearer", "session",
+                                  "code", "AccessKey", "apitoken"])
+def test_a_query_parameter_named_for_a_credential_is_one_whatever_its_spelling(name: str) -> None:
+    url = f"http://127.0.0.1:8931/api/mcp?{name}=CANARYvalue123&api-version=2024-06-01"
+    assert _secrets.url_credentials(url) == ["CANARYvalue123"]  # the API version is no credential
+    assert scrub_url(url) == f"http://127.0.0.1:8931/api/mcp?{name}=REDACTED&api-version=2024-06-01"
+
+
+def test_a_fragment_and_a_password_the_url_cannot_parse_are_secrets_too() -> None:
+    assert "lfragCANARYsecret" in _secrets.url_credentials("http://127.0.0.1:8931/api/mcp#lfragCANARYsecret")
+    assert "fragSECRETxyz" in _secrets.url_credentials("http://127.0.0.1:8931/api/mcp#access_token=fragSECRETxyz")
+    # a `/` left unencoded in the password: the URL's authority ends at it, the password is still one
+    assert "pppass/CANARY" in _secrets.url_credentials("http://u:pppass/CANARY@127.0.0.1:8931/x")
+
+
+def test_a_malformed_endpoint_with_credentials_is_refused_without_showing_them(capsys: pytest.CaptureFixture[str]) -> None:
+    from replay._cli.main import main
+
+    try:
+        for url in ("http://u:pppass/CANARY@127.0.0.1:8931/x", "http://u:pppassCANARY@[::1/api/mcp",
+                    "http://127.0.0.1:8931/api/mcp?token=tokCANARY123#lfragCANARYsecret x"):
+            code = main(["judge", "--prompt", "v3", "--claims", "demo/claims", "--mode", "live", "--learn-url", url])
+            err = capsys.readouterr().err
+            assert code == 2 and "--learn-url" in err and "CANARY" not in err, err
+    finally:
+        _secrets.forget_all()
+
+
 # --------------------------------------------------------------------------- the audit
 
 

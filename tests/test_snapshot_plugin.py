@@ -267,6 +267,35 @@ def test_a_run_that_fails_to_load_keeps_its_snapshot(project: pytest.Pytester) -
     assert (project.path / "snapshots" / "r2" / "docs_c.md.json").is_file()
 
 
+def test_two_runs_of_one_folder_name_never_share_a_snapshot(pytester: pytest.Pytester) -> None:
+    """`runs/a/v3-demo` and `runs/b/v3-demo` would both snapshot as `v3-demo/`: the second is refused
+    (its test errors, naming both), so an update never writes one run's verdicts over the other's."""
+    write_run(pytester.path / "runs" / "a" / "v3-demo", results=r1_files())
+    write_run(pytester.path / "runs" / "b" / "v3-demo", results=r2_files())
+    pytester.makepyfile(test_verdicts=TEST_VERDICTS.format(runs=["a/v3-demo", "b/v3-demo"]))
+    result = pytester.runpytest("--snapshot-update")
+    result.assert_outcomes(passed=1, failed=1)
+    assert "two runs of one folder name share a snapshot" in result.stdout.str()
+    assert list(snapshot_files(pytester.path / "snapshots")) == ["v3-demo/docs_a.md.json", "v3-demo/docs_b.md.json"]
+    pytester.runpytest("-k", "a/v3-demo").assert_outcomes(passed=1)  # the first run's snapshot is its own
+
+
+def test_an_interrupted_update_deletes_no_snapshot(project: pytest.Pytester) -> None:
+    """Ctrl-C before a run's verdicts were compared: that the session never asserted them is no reason to call
+    its snapshot unused."""
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    before = list(snapshot_files(project.path / "snapshots"))
+    project.makepyfile(test_verdicts="""
+from replay import RunVerdicts
+
+def test_verdicts(verdict_snapshot):
+    raise KeyboardInterrupt  # Ctrl-C while the run replays, before its verdicts are compared
+    assert RunVerdicts.recorded("runs/r1") == verdict_snapshot
+""")
+    project.runpytest_subprocess("--snapshot-update")  # as a person runs it (Ctrl-C ends pytest itself)
+    assert list(snapshot_files(project.path / "snapshots")) == before
+
+
 def test_snapshot_dir_option(project: pytest.Pytester) -> None:
     project.runpytest("--snapshot-update", "--replay-snapshot-dir", "review/verdicts").assert_outcomes(passed=2)
     assert list(snapshot_files(project.path / "review" / "verdicts")) == [

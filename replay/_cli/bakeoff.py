@@ -123,13 +123,13 @@ Examples:
   judge-replay bakeoff                    # the configured runs, replayed offline
   judge-replay bakeoff --format html --out bakeoff.html     # one page: table, cost chart, flips
   judge-replay bakeoff --baseline cassettes/v2-demo --candidate cassettes/v3-demo --json""")
-@click.option("--gold", "gold_flag", type=click.Path(path_type=Path),
+@click.option("--gold", "gold_flag", type=click.Path(readable=False, path_type=Path),
               help="Gold set JSON (default: [tool.judge-replay] gold).")
-@click.option("--baseline", "baseline_flag", type=click.Path(path_type=Path),
+@click.option("--baseline", "baseline_flag", type=click.Path(readable=False, path_type=Path),
               help="Baseline run folder (default: [tool.judge-replay] baseline).")
-@click.option("--candidate", "candidate_flags", multiple=True, type=click.Path(path_type=Path),
+@click.option("--candidate", "candidate_flags", multiple=True, type=click.Path(readable=False, path_type=Path),
               help="Candidate run folder; repeat for several (default: [tool.judge-replay] candidates).")
-@click.option("--out-dir", type=click.Path(path_type=Path),
+@click.option("--out-dir", type=click.Path(readable=False, path_type=Path),
               help="Where judge-bakeoff-results-<prompt>.json go (default: the project root).")
 @click.option("--no-replay", is_flag=True, help="Grade each run's recorded results.json without replaying it.")
 @click.option("--force", is_flag=True, help="Overwrite frozen judge-bakeoff-results-<prompt>.json files.")
@@ -137,7 +137,7 @@ Examples:
               help="Output format (default text); html is one self-contained page with a cost chart.")
 @click.option("--json", "as_json", is_flag=True, help="Machine output: versions, scores, gates, flips (--format json).")
 @click.option("--markdown", "as_markdown", is_flag=True, help="Markdown, e.g. for a CI job summary (--format markdown).")
-@click.option("--out", type=click.Path(path_type=Path), help="Write the report to FILE instead of stdout.")
+@click.option("--out", type=click.Path(readable=False, path_type=Path), help="Write the report to FILE instead of stdout.")
 def command(
     gold_flag: Path | None, baseline_flag: Path | None, candidate_flags: tuple[Path, ...], out_dir: Path | None,
     no_replay: bool, force: bool, fmt: str | None, as_json: bool, as_markdown: bool, out: Path | None,

@@ -26,7 +26,7 @@ def command() -> None:
 
 
 @command.command("audit", epilog=examples("judge-replay cassettes audit cassettes tests/data/real-cassettes"))
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False, path_type=Path))
 def audit(paths: tuple[Path, ...]) -> None:
     """Scan cassettes (files or folders of *.yaml / *.json, ours or any vcrpy cassette) for secrets:
     credential headers, API keys and tokens of common providers, JWTs, credentials in URLs, fields
@@ -57,7 +57,7 @@ def audit(paths: tuple[Path, ...]) -> None:
 
 
 @command.command("verify", epilog=examples("judge-replay cassettes verify cassettes/v2-demo cassettes/v3-demo"))
-@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(readable=False, path_type=Path))
 def verify(runs: tuple[Path, ...]) -> None:
     """Replay each run offline and check it reproduces its results.json and uses every recorded
     interaction. Exit 1 on any mismatch."""
@@ -79,7 +79,7 @@ def verify(runs: tuple[Path, ...]) -> None:
 
 
 @command.command("list", epilog=examples("judge-replay cassettes list cassettes --json"))
-@click.argument("root", required=False, type=click.Path(path_type=Path))
+@click.argument("root", required=False, type=click.Path(readable=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def list_runs(root: Path | None, as_json: bool) -> None:
     """One row per run folder under ROOT (default: the `cassettes` setting of [tool.judge-replay], else

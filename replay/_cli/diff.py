@@ -38,18 +38,18 @@ pages, cassettes/v2-demo-2026-09, is found as a sibling folder and says which in
 
 
 @click.command("diff", epilog=EPILOG)
-@click.argument("run_a", type=click.Path(path_type=str))
-@click.argument("run_b", type=click.Path(path_type=str))
-@click.option("--gold", "gold_path", type=click.Path(path_type=str), default=None,
+@click.argument("run_a", type=click.Path(readable=False, path_type=str))
+@click.argument("run_b", type=click.Path(readable=False, path_type=str))
+@click.option("--gold", "gold_path", type=click.Path(readable=False, path_type=str), default=None,
               help="Gold set: mark which side was right (default: [tool.judge-replay] gold, if it exists).")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "html"]), default="text",
               show_default=True)
-@click.option("--out", type=click.Path(path_type=str), default=None, help="Write the report to FILE (atomically).")
-@click.option("--with", "with_runs", multiple=True, type=click.Path(path_type=str), metavar="RUN",
+@click.option("--out", type=click.Path(readable=False, path_type=str), default=None, help="Write the report to FILE (atomically).")
+@click.option("--with", "with_runs", multiple=True, type=click.Path(readable=False, path_type=str), metavar="RUN",
               help="Another run that can confirm a cause (A's prompt with B's pages, a repeat...). Repeatable.")
 @click.option("--discover/--no-discover", default=True, show_default=True,
               help="Also use sibling run folders whose manifests fit (repeats, --pages-from A or B).")
-@click.option("--claims", "claims_paths", multiple=True, type=click.Path(path_type=str),
+@click.option("--claims", "claims_paths", multiple=True, type=click.Path(readable=False, path_type=str),
               help="Claims files/folders, for runs that do not record the claim texts. Repeatable.")
 @click.option("--confirm", is_flag=True,
               help="Print the `judge` commands that would record the missing controlled runs.")

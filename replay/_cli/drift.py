@@ -11,10 +11,11 @@ from rich.table import Table
 from rich.text import Text
 
 from .._bakeoff import stand_in_notes
+from .._commands import check_endpoint
 from .._config import setting
 from .._drift import AT_RISK_STATUSES, STATUS_ORDER, unchecked
 from .._drift_runs import drift_items, record_page_snapshot, run_drift
-from .._errors import CheckFailed, UsageError
+from .._errors import CheckFailed, InputError, UsageError
 from .._io import load_claims, model_json_pieces, printable
 from .._pagestore import cassettes_root, index_or_warn
 from .._records import LEARN_MCP_URL, Claim, DriftClaim, DriftReport
@@ -54,7 +55,14 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
         raise UsageError("drift: give exactly one of --against RUN_B (offline) or --live (fetch from Learn)")
     if learn_url and not live:
         raise UsageError("drift: --learn-url only applies with --live")
+    if learn_url is not None:
+        check_endpoint(learn_url, "drift: --learn-url")
     old_run = Run(run)
+    missing = old_run.missing_cassettes()
+    if missing:  # the pages its judge read are only in its cassettes: without them every claim would look changed
+        raise InputError(old_run.path, f"the cassette of {len(missing)} claims file(s) is missing ({', '.join(missing[:3])}"
+                         f"{', …' if len(missing) > 3 else ''}): drift compares the pages the run's judge read, which only "
+                         "its cassettes hold; restore them")
     overrides, override_paths = _claims_overrides(claims)
     now = datetime.now(timezone.utc)
     if live:

@@ -154,20 +154,20 @@ def print_grade(file: Any, graded: Graded, gold_path: Path, baseline: Graded | N
 Examples:
   judge-replay grade cassettes/v3-demo                          # gold set from pyproject.toml
   judge-replay grade cassettes/v3-demo --baseline cassettes/v2-demo --json""")
-@click.argument("results", type=click.Path(path_type=Path))
-@click.option("--gold", "gold_flag", type=click.Path(path_type=Path),
+@click.argument("results", type=click.Path(readable=False, path_type=Path))
+@click.option("--gold", "gold_flag", type=click.Path(readable=False, path_type=Path),
               help="Gold set JSON (default: [tool.judge-replay] gold).")
-@click.option("--baseline", type=click.Path(path_type=Path),
+@click.option("--baseline", type=click.Path(readable=False, path_type=Path),
               help="Baseline results (run folder or results JSON): also apply the adoption gate.")
-@click.option("--run", "run_flag", type=click.Path(path_type=Path),
+@click.option("--run", "run_flag", type=click.Path(readable=False, path_type=Path),
               help="Run folder whose cassettes hold the pages, when RESULTS is a results file outside it.")
-@click.option("--claims", "claims_paths", multiple=True, type=click.Path(path_type=Path),
+@click.option("--claims", "claims_paths", multiple=True, type=click.Path(readable=False, path_type=Path),
               help="Claims files/folders giving claim texts and types (a run's own are found by itself).")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default=None,
               help="Output format (default text).")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--markdown", "as_markdown", is_flag=True, help="Same as --format markdown.")
-@click.option("--out", type=click.Path(path_type=Path), help="Write the report to FILE instead of stdout.")
+@click.option("--out", type=click.Path(readable=False, path_type=Path), help="Write the report to FILE instead of stdout.")
 @click.option("--freeze", "freeze", flag_value=True, default=None,
               help="Mark RESULTS frozen (\"frozen\": true in the results file; for a run folder also in "
                    "run.json): the runner will not re-record it and the bake-off will not overwrite it "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .._commands import judge_command, retry_failed_command
+from .._commands import check_endpoint, judge_command, retry_failed_command
 from .._config import project_prices, setting
 from .._cost import CostBudget, cost_line, file_cost, total_usd
 from .._errors import SystemFailed, UsageError
@@ -98,11 +99,14 @@ def command(
         raise UsageError(f"--mode {mode} needs --prompt P and --claims PATH...")
     if (batch or resume or no_cache) and mode == "replay":
         raise UsageError("--batch, --resume and --no-cache choose how a recording calls the model; replay calls nothing")
-    if max_cost is not None and (mode == "replay" or not max_cost > 0):
+    if max_cost is not None and (mode == "replay" or not (math.isfinite(max_cost) and max_cost > 0)):
         raise UsageError("--max-cost limits what a live or record run is billed: give a positive USD amount"
                          if mode != "replay" else "--max-cost limits a billed run; replay calls nothing and is free")
     if resume and not batch:
         raise UsageError("--resume continues an interrupted batch run: use it with --batch")
+    for flag, url in (("--learn-url", learn_url), ("--anthropic-base-url", anthropic_base_url)):
+        if url is not None:
+            check_endpoint(url, flag)
     from .._runner import failed_files, judged_run  # anthropic (~2 s) is imported when a conversation runs
 
     model = str(setting("model", model, DEFAULT_MODEL))

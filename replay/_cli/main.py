@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import sys
@@ -21,6 +22,9 @@ _NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError
 _BAD_PATH_ERRORS = (IsADirectoryError, NotADirectoryError, FileExistsError, FileNotFoundError)
 """System errors that mean a path the user gave is wrong (exit 2); any other (a full disk, a read-only
 folder, a permission) is the environment failing (exit 1)."""
+_ENVIRONMENT_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO})
+"""System errors that are the environment failing even where our message says a file cannot be read (an
+InputError raised from one): exit 1, as main's printer gives them."""
 
 
 COMMANDS: dict[str, str] = {
@@ -98,16 +102,59 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _escape_what_the_terminal_cannot_show() -> None:
+    """Standard output and error show a character their encoding cannot (`PYTHONIOENCODING=ascii`, a
+    Latin-1 terminal) as a backslash escape instead of failing on it; their encoding is kept."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a closed or detached stream: left as it is
+                pass
+
+
+def _environment_problem() -> str | None:
+    """Why no command can run here (standard output closed: `judge-replay ... >&-`; the working folder
+    deleted), or None."""
+    if sys.stdout is None:
+        return "standard output is closed: nothing can be printed"
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return "the current folder no longer exists: cd into a project"
+    return None
+
+
+def _exit_code(err: ReplayError) -> int:
+    """`err`'s exit code, except that a file that could not be read or written because the system refused
+    (permission, read-only file system, full disk) is the environment failing, 1, however it is said."""
+    cause = err.__cause__
+    if err.exit_code == 2 and isinstance(cause, OSError) and cause.errno in _ENVIRONMENT_ERRNOS:
+        return 1
+    return err.exit_code
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI. Every failure ends as one line on stderr and an exit code, never a traceback:
-    2 bad input or usage, 1 a failed check or the environment failing (disk full, read-only folder),
-    130 interrupted, 70 a bug (its traceback with JUDGE_REPLAY_DEBUG=1)."""
+    2 bad input or usage, 1 a failed check or the environment failing (disk full, read-only folder,
+    no permission, standard output closed, the working folder deleted), 130 interrupted, 70 a bug (its
+    traceback with JUDGE_REPLAY_DEBUG=1)."""
     debug = debugging()
+    _escape_what_the_terminal_cannot_show()
+    problem = _environment_problem()
+    if problem is not None:
+        _say(problem)
+        return 1
+    with_nul = next((arg for arg in (sys.argv[1:] if argv is None else argv) if "\x00" in arg), None)
+    if with_nul is not None:  # a shell cannot pass one; a program calling main() can
+        _say(f"argument {with_nul!r}: holds a NUL character (\\x00), which no argument can hold")
+        return 2
     try:
         code = cli.main(args=argv, prog_name="judge-replay", standalone_mode=False)
     except ReplayError as err:
         _say(str(err))
-        return err.exit_code
+        return _exit_code(err)
     except (click.exceptions.Abort, KeyboardInterrupt):
         _say("interrupted")
         return 130

@@ -58,7 +58,7 @@ def command() -> None:
 
 
 @command.command("learn", epilog=examples("judge-replay sim learn --pages demo/pages/2026-06 &"))
-@click.option("--pages", "pages", required=True, type=click.Path(path_type=Path),
+@click.option("--pages", "pages", required=True, type=click.Path(readable=False, path_type=Path),
               help="Folder of *.md pages, each with YAML front matter giving its `url:`.")
 @click.option("--port", type=click.IntRange(0, 65535), default=LEARN_STAND_IN_PORT, show_default=True,
               help="Port to listen on (0: any free port). Runs recorded against stand-ins store this default port.")
