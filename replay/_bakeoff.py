@@ -359,13 +359,14 @@ def run_bakeoff(
                                 run_cost(run.results, run.manifest, prices)))
     notes[:0] = stand_in_notes([v.run for v in versions])
     base = versions[0]
+    graded = {(g.file, g.id) for g in gold.items}
     gates = []
     for cand in versions[1:]:
         decision = adoption_gate(base.results, cand.results, gold,
                                  baseline_scores=base.scores, candidate_scores=cand.scores,
                                  candidate_rerecord=rerecord_hint(cand.label, cand.run, cand.scores),
                                  baseline_rerecord=rerecord_hint(base.label, base.run, base.scores),
-                                 claims_differ=base.run.claims_differing_from(cand.run))
+                                 claims_differ=base.run.claims_differing_from(cand.run, graded))
         others = [v.run for v in versions if v is not base and v is not cand]
         gates.append(GateReport(base, cand, decision, *_flips(base, cand, gold, others)))
     return Bakeoff(gold_path, gold, versions, gates, notes, written)

@@ -68,9 +68,9 @@ def judge_command(
     if model:
         args += ["--model", model]
     if learn_url and learn_url != LEARN_MCP_URL:
-        args += ["--learn-url", learn_url]
+        args += ["--learn-url", learn_url.partition("#")[0]]  # a fragment is never sent, and may hold a token
     if anthropic_base_url:
-        args += ["--anthropic-base-url", anthropic_base_url]
+        args += ["--anthropic-base-url", anthropic_base_url.partition("#")[0]]
     if pages_from:
         args += ["--pages-from", pages_from]
     if retry_failed:

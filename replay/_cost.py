@@ -51,11 +51,13 @@ PRICES: dict[str, Price] = {
     "claude-opus-4-6": _family(5, 25),
     "claude-opus-4-5": _family(5, 25),
     "claude-opus-4-1": _family(15, 75),
+    "claude-opus-4-0": _family(15, 75),
     "claude-opus-4": _family(15, 75),
     "claude-sonnet-5-5": Price(2, 10, 2.5, 4, 0.2),
     "claude-sonnet-5": _family(2, 10),
     "claude-sonnet-4-6": _family(3, 15),
     "claude-sonnet-4-5": _family(3, 15),
+    "claude-sonnet-4-0": _family(3, 15),
     "claude-sonnet-4": _family(3, 15),
     "claude-haiku-4-5": _family(1, 5),
 }

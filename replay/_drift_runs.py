@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
+import secrets
 import shutil
 from collections.abc import Mapping
 from datetime import datetime
@@ -63,28 +66,82 @@ def drift_items(run: Run, overrides: Mapping[str, list[Claim]]) -> list[ClaimEvi
 
 def record_page_snapshot(run: Run, learn_url: str, root: Path, now: datetime) -> Path:
     """Fetch every page `run` read, per claims file, through the recorder into a run-like folder
-    `root/pages-<YYYYMMDD-HHMMSS>/` (usable as `--against`); its path. The snapshot is recorded into the
-    staging area beside the runs (`_runfolder.STAGING_FOLDER`, where no one looks for runs) and moved into
-    place once whole: a failure, a Ctrl-C or a kill leaves no half snapshot among the runs."""
+    `root/pages-<YYYYMMDD-HHMMSS>/` (`-2`, `-3`... when taken; usable as `--against`); its path. The
+    snapshot is recorded into a folder of its own in the staging area beside the runs
+    (`_runfolder.STAGING_FOLDER`, where no one looks for runs), locked while it is written, and moved among
+    the runs once whole: a failure, a Ctrl-C or a kill leaves no half snapshot there, and what a killed
+    one left in the staging area is removed by the next."""
     remember_url(learn_url)  # its credentials are secrets: in no file written, nothing printed
-    name = _free_name(root, f"pages-{now:%Y%m%d-%H%M%S}")
-    staging = root / STAGING_FOLDER / name
+    name = f"pages-{now:%Y%m%d-%H%M%S}"
+    area = root / STAGING_FOLDER
+    area.mkdir(parents=True, exist_ok=True)
+    _sweep_dead_snapshots(area)
+    staging = _own_folder(area, f"{name}{_STAGED}")
+    lock = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        _record_fetches(run, learn_url, staging, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
-        folder = root / _free_name(root, name)
-        os.rename(staging, folder)
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a sweep passes a snapshot being written by
+        _record_fetches(run, learn_url, staging, now.strftime("%Y-%m-%dT%H:%M:%SZ"), name)
+        return _move_in(staging, root, name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # half a snapshot is no snapshot
+        os.close(lock)
         try:
-            staging.parent.rmdir()  # only when nothing else is in it
+            area.rmdir()  # only when nothing else is in it
         except OSError:
             pass
-    return folder
 
 
-def _record_fetches(run: Run, learn_url: str, folder: Path, recorded_at: str) -> None:
+_STAGED = ".drift-live-"
+"""What names a snapshot being written in the staging area (`<name>.drift-live-<random>`)."""
+
+
+def _own_folder(area: Path, prefix: str) -> Path:
+    """A new folder `<prefix><random>` of this process alone (made with the permissions a folder gets,
+    unlike `tempfile.mkdtemp`'s private ones: it becomes the snapshot)."""
+    while True:
+        folder = area / f"{prefix}{secrets.token_hex(4)}"
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            continue
+
+
+def _move_in(staging: Path, root: Path, name: str) -> Path:
+    """Rename the finished snapshot to the first free `name`, `name-2`...: its `run_id` says that name."""
+    for _ in range(100):
+        final = _free_name(root, name)
+        manifest = staging / MANIFEST
+        recorded = RunManifest.model_validate_json(manifest.read_text("utf-8"))
+        if recorded.run_id != final:
+            write_model(manifest, recorded.model_copy(update={"run_id": final}))
+        try:
+            os.rename(staging, root / final)
+            return root / final
+        except OSError as exc:
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):  # another snapshot took the name meanwhile
+                raise
+    raise OSError(errno.EEXIST, "no free snapshot name", str(root / name))
+
+
+def _sweep_dead_snapshots(area: Path) -> None:
+    """Remove what killed `drift --live` runs left in the staging area: a snapshot folder no process holds
+    locked (the kernel drops a lock with its process)."""
+    for folder in area.glob(f"*{_STAGED}*"):
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # being written
+        finally:
+            os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _record_fetches(run: Run, learn_url: str, folder: Path, recorded_at: str, run_id: str) -> None:
     from ._commands import LEARN_STAND_IN_PORT
     from ._learn import LearnSessions, LearnToolError
     from ._recorder import HttpRecorder
@@ -113,7 +170,7 @@ def _record_fetches(run: Run, learn_url: str, folder: Path, recorded_at: str) ->
                                                cassette=cassette_name(entry.file)))
                 files.append(FileResult(file=entry.file, results=[], tool_calls=calls))
         manifest = RunManifest(
-            run_id=folder.name, prompt=SNAPSHOT_PROMPT, prompt_sha256=sha256_text(SNAPSHOT_PROMPT), model="none",
+            run_id=run_id, prompt=SNAPSHOT_PROMPT, prompt_sha256=sha256_text(SNAPSHOT_PROMPT), model="none",
             mode="record", recorded_at=recorded_at, learn_url=stored_endpoint(learn_url, LEARN_STAND_IN_PORT),
             claims=entries, stand_ins=["learn"] if stand_in else [], stats=recorder.stats,
         )

@@ -107,7 +107,7 @@ def run_input(run: Run, claims: Sequence[ClaimsBatch] = (), same: RunInput | Non
     known: dict[Key, AnyClaim] = {}
     conversations: dict[str, Conversation] = {}
     reads: dict[PageVersion, PageRead] = {}
-    texts_wanted = {k[0] for k in results if k not in given}
+    texts_wanted = {k[0] for k in results}  # what the run judged, also where `--claims` is given: an edit shows
     for file in files:
         conv = _conversation(run, file, reads)
         if conv is not None:
@@ -118,7 +118,8 @@ def run_input(run: Run, claims: Sequence[ClaimsBatch] = (), same: RunInput | Non
                 seen = same.claims.get(key) if same is not None else None
                 known[keys.get(key, key)] = seen if seen == row else row
         run.forget_claims()  # held compact here, one claims file's at a time
-    known.update(given)
+    for key, claim in given.items():  # `--claims`: for what the run does not say it judged, never over what it did
+        known.setdefault(key, claim)
     for key, r in results.items():  # a results file may carry the claim text itself
         extra = r.model_extra or {}
         if key not in known and isinstance(extra.get("claim"), str) and extra["claim"]:

@@ -113,7 +113,7 @@ def bootstrap_delta_cis(
 def _move(before: float, after: float) -> str:
     """`before→after` to two decimals, or as many more as it takes to show that two values differ."""
     digits = 2
-    while before != after and f"{before:.{digits}f}" == f"{after:.{digits}f}" and digits < 6:
+    while before != after and f"{before:.{digits}f}" == f"{after:.{digits}f}" and digits < 12:
         digits += 1
     return f"{before:.{digits}f}→{after:.{digits}f}"
 
@@ -230,7 +230,7 @@ def adoption_gate(
         reason, within = head, None
     elif fixes:
         reason, within = f"{head}; {'; '.join(fixes)}", None
-    elif undefined:  # nothing was compared, so no difference can be within noise or beyond it
+    elif undefined:  # the gate cannot compare what is undefined: its refusal rests on no difference, noisy or not
         reason, within = head, None
     elif discordant == 0 and d_p == 0 and d_r == 0:
         reason, within = f"{head}: both versions got the same claims right", None

@@ -359,6 +359,9 @@ def claims_paths(paths: list[str | Path]) -> list[Path]:
         p = Path(raw)
         if p.is_dir():
             found = sorted(q for q in p.rglob("*.json") if q.is_file())
+            dangling = sorted(q for q in p.rglob("*.json") if q.is_symlink() and not q.exists())
+            if dangling:  # a claims file the run would silently go without
+                raise InputError(dangling[0], "is a symbolic link to nothing: restore what it points to, or remove it")
             if not found:
                 raise InputError(p, "folder holds no *.json claims files")
             out.extend(found)

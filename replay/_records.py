@@ -38,17 +38,18 @@ LEARN_MCP_URL = "https://learn.microsoft.com/api/mcp"
 def endpoint_problem(url: str) -> str | None:
     """What makes `url` unusable as an endpoint (`--learn-url`, `--anthropic-base-url`, their settings and
     run.json fields), or None: the one rule. An http(s) scheme, a host, a port that parses, and no
-    whitespace or control character (NUL included)."""
-    shown = repr(url) if len(url) <= 80 else repr(url[:77]) + "..."
+    whitespace or control character (NUL included). The message never shows the URL: it may hold a
+    password that did not parse."""
     if any(c.isspace() or not c.isprintable() for c in url):
-        return f"{shown} is not an http(s) URL (it holds whitespace or a control character)"
+        return "not an http(s) URL: it holds whitespace or a control character"
     parts = split_url(url)
     if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        return f"{shown} is not an http(s) URL (http:// or https://, a host, then an optional :port and path)"
+        return "not an http(s) URL (http:// or https://, a host, then an optional :port and path)"
     try:
         parts.port  # reading it parses it
     except ValueError:
-        return f"{shown} is not an http(s) URL (its port is not a number from 0 to 65535)"
+        return ("not an http(s) URL: what stands for its port is no number from 0 to 65535 (a password with "
+                "/, ? or # in it must be percent-encoded)")
     return None
 
 

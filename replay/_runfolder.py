@@ -32,7 +32,7 @@ import errno
 import fcntl
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -161,15 +161,19 @@ def changing(run: Path) -> Iterator[None]:
         writer._unlock()
 
 
-def write_folder(folder: Path, files: Mapping[str, str]) -> None:
-    """Make `folder` hold exactly `files` (name -> text) as one step, as a run folder is replaced: written
-    into a hidden folder beside it (`.<name>.writing`, left over only by a kill, and cleared by the next
-    write), then swapped in. A kill at any moment leaves the old folder or the new one, whole."""
+def write_folder(folder: Path, files: Mapping[str, str], ours: Callable[[str], bool] = lambda name: True) -> None:
+    """Make `folder` hold `files` (name -> text) as one step, as a run folder is replaced: written into a
+    hidden folder beside it (`.<name>.writing`, left over only by a kill, and cleared by the next write),
+    then swapped in. A kill at any moment leaves the old folder or the new one, whole. What the folder
+    holds that is not `ours` (by name: a person's notes) is carried over; of ours, only `files` stay."""
     staging = folder.with_name(f".{folder.name}.writing")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     for name, text in files.items():
         atomic_write_text(staging / name, text)
+    for entry in (folder.iterdir() if folder.is_dir() else ()):
+        if not ours(entry.name) and entry.name not in files:
+            (shutil.copytree if entry.is_dir() and not entry.is_symlink() else shutil.copy2)(entry, staging / entry.name)
     if not folder.exists():
         os.rename(staging, folder)
     elif _exchange(staging, folder):

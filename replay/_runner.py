@@ -576,7 +576,7 @@ def _preflight_model(model: str, base_url: str | None, key: str | None, stand_in
 
     client = anthropic.Anthropic(api_key=key, base_url=base_url, max_retries=2, timeout=30.0,
                                  http_client=anthropic.DefaultHttpxClient(verify=shared_ssl_context()))
-    where = _secrets.redact(base_url or "https://api.anthropic.com")
+    where = scrub_text(base_url) if base_url else "https://api.anthropic.com"  # as given: no password, no fragment
     try:
         raw = client.messages.with_raw_response.count_tokens(
             model=model, messages=[{"role": "user", "content": "ping"}], tools=TOOLS  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ import re
 import sys
 import tempfile
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -279,17 +279,21 @@ class Run:
             return None
         return loaded.claims if loaded.file == claims_file else None
 
-    def claims_differing_from(self, other: Run) -> list[str]:
-        """The claims files both runs judged whose claims differ (an id's text, type or cited page, or an id
-        only one of them has): the two runs' scores do not rest on the same claims. Claims files the
-        manifests give the same sha256 are the same; a run that cannot say what it judged is not counted."""
+    def claims_differing_from(self, other: Run, graded: Container[tuple[str, str]]) -> list[str]:
+        """The claims files both runs judged where a claim of the gold set (`graded`: its (file, id) keys)
+        differs between them (its text, type or cited page): the two runs' scores do not rest on the same
+        claims. Claims files the manifests give the same sha256 are the same; claims outside the gold set
+        (added since, say) do not count; a run that cannot say what it judged is not counted."""
         ours = {e.file: e.sha256 for e in self.manifest.claims}
         differ = []
         for entry in other.manifest.claims:
             if ours.get(entry.file, entry.sha256) == entry.sha256:
                 continue
             mine, theirs = self.claims(entry.file), other.claims(entry.file)
-            if mine is not None and theirs is not None and _as_judged(mine) != _as_judged(theirs):
+            if mine is None or theirs is None:
+                continue
+            a, b = _as_judged(mine), _as_judged(theirs)
+            if any(a[i] != b[i] for i in a.keys() & b.keys() if (entry.file, i) in graded):
                 differ.append(entry.file)
         return sorted(differ)
 

@@ -273,8 +273,10 @@ _QUERY_PAIR = re.compile(r"([?&;])([^=&#;?]+)=([^&#;]*)")
 
 
 def scrub_url(url: str) -> str:
-    """`url` with its userinfo and the values of its credential query parameters `REDACTED` (by name;
-    everything else byte for byte as given)."""
+    """`url` with its userinfo and the values of its credential query parameters `REDACTED` (by name,
+    `_secrets.is_credential_name`), and without its fragment, which a client never sends (it may hold a
+    token); everything else byte for byte as given."""
+    url = url.partition("#")[0]
     url = _USERINFO.sub(lambda m: f"{m.group(1)}{PLACEHOLDER}@" if m.group(2) != PLACEHOLDER else m.group(0), url)
 
     def pair(m: re.Match[str]) -> str:

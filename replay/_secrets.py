@@ -40,7 +40,7 @@ CREDENTIAL_QUERY_NAMES = frozenset(
 )
 """Query parameters whose value is a credential (case-insensitive); see also `is_credential_name`."""
 _CREDENTIAL_WORDS = frozenset({"key", "token", "secret", "sig", "signature", "auth", "password", "passwd", "pwd",
-                               "pass", "session", "credential", "credentials", "bearer", "sas", "code", "apikey"})
+                               "pass", "session", "credential", "credentials", "bearer", "sas", "apikey"})
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 
@@ -177,21 +177,24 @@ def remember_url(url: str | None) -> None:
 
 
 def url_credentials(url: str | None) -> list[str]:
-    """The credential values in a URL: userinfo (user and password), values of credential query names
-    (`is_credential_name`), and its fragment (never sent, so never needed: whole, and its values). A URL
-    that does not parse (a `/` left unencoded in a password) still gives what stands before its last `@`."""
+    """The credential values in a URL, to be removed by value wherever they occur: userinfo (user and
+    password), and the values of its query parameters (and of a fragment's `name=value` pairs) that are
+    credentials: by a name of `CREDENTIAL_QUERY_NAMES`, or by a name with a credential word in it
+    (`is_credential_name`) and a value that looks generated (`_looks_generated`: an ordinary value such as
+    `regionCode=Global` must not rewrite page text wherever it occurs). A URL whose authority does not
+    parse (a `/`, `?` or `#` left unencoded in a password) gives what stands between `://` and its last
+    `@`. (A fragment is never sent: `_scrub.scrub_url` drops it from whatever we print or store.)"""
     if not url or ("@" not in url and "?" not in url and "#" not in url):  # no userinfo, no query, no fragment
         return []
-    out: list[str] = []
-    loose = _LOOSE_USERINFO.match(url)
-    if loose:
-        userinfo = unquote(loose.group(1))
-        out += [userinfo, userinfo.partition(":")[2]]
     try:
         parts = urlsplit(url)
         password, username = parts.password, parts.username
+        parts.port  # reading it parses it
     except ValueError:
-        return [v for v in out if v]
+        loose = _LOOSE_USERINFO.match(url)
+        userinfo = unquote(loose.group(1)) if loose else ""
+        return [v for v in (userinfo, userinfo.partition(":")[2]) if v]
+    out: list[str] = []
     if password:
         out.append(unquote(password))
         if username:
@@ -200,17 +203,19 @@ def url_credentials(url: str | None) -> list[str]:
             user_password = f"{unquote(username)}:{unquote(password)}"
             out += [unquote(username), user_password,
                     "Basic " + base64.b64encode(user_password.encode("utf-8")).decode("ascii")]
-    for name, value in parse_qsl(parts.query, keep_blank_values=False):
-        if is_credential_name(name) and value:
+    for name, value in [*parse_qsl(parts.query), *parse_qsl(parts.fragment)]:
+        if value and (name.lower() in CREDENTIAL_QUERY_NAMES or (is_credential_name(name) and _looks_generated(value))):
             out.append(value)
-    if parts.fragment:
-        out += [unquote(parts.fragment), *(value for _, value in parse_qsl(parts.fragment))]
     return [v for v in out if v]
 
 
-_LOOSE_USERINFO = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*://([^?#]*)@")
-"""Everything between `://` and the last `@` before any query or fragment: the userinfo, also when a `/`
-left unencoded in a password makes the URL parse otherwise."""
+def _looks_generated(value: str) -> bool:
+    """A value that looks like a generated credential, not a word: 12 characters or more, digits among letters."""
+    return len(value) >= 12 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+_LOOSE_USERINFO = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*://(.*)@")
+"""Everything between `://` and the last `@`: the userinfo of a URL whose authority does not parse."""
 
 
 def known() -> bool:

@@ -339,7 +339,8 @@ class VerdictSnapshotExtension(AbstractSyrupyExtension):
             data = snapshot.data
             # the run's snapshot replaced as a whole (a claims file no longer in the run goes with it): an
             # update stopped at any moment leaves the old snapshot or the new one, never half of each
-            write_folder(folder, unpack(data.decode("utf-8") if isinstance(data, bytes) else str(data)))
+            write_folder(folder, unpack(data.decode("utf-8") if isinstance(data, bytes) else str(data)),
+                         ours=lambda name: name.endswith(SNAPSHOT_SUFFIX))
 
     def delete_snapshots(self, *, snapshot_location: str, snapshot_names: set[str]) -> None:
         if _keep_all[0]:  # an interrupted session: what it did not assert is not unused

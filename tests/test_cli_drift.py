@@ -552,3 +552,27 @@ def test_cassettes_whose_names_a_copy_decomposed_are_found(tmp_path, capsys):
     code, out, err = run_cli(capsys, "drift", old, "--against", later, "--json")
     assert code == 0, err
     assert statuses(json.loads(out)) == {"m-1": "unchanged"}
+
+
+def test_live_snapshots_of_one_second_get_names_of_their_own_and_killed_ones_are_swept(tmp_path):
+    """Two snapshots taken in the same second: the second is `-2`, and says so in its run.json; a folder a
+    killed `drift --live` left in the staging area (no process holds it) is removed by the next one."""
+    from datetime import datetime, timezone
+
+    from replay._drift_runs import record_page_snapshot
+
+    learn = start_learn(write_pages(tmp_path / "pages", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1}))
+    try:
+        old = Run(write_recorded_run(tmp_path / "cassettes" / "r1", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1}))
+        dead = tmp_path / "cassettes" / ".judge-replay-staging" / "pages-20261201-000000.drift-live-dead0001"
+        dead.mkdir(parents=True)
+        (dead / "docs_models.md.yaml").write_text("half")
+        now = datetime(2026, 12, 1, 6, 0, 0, tzinfo=timezone.utc)
+        first = record_page_snapshot(old, learn.url, tmp_path / "cassettes", now)
+        second = record_page_snapshot(old, learn.url, tmp_path / "cassettes", now)
+    finally:
+        learn.stop()
+    assert (first.name, second.name) == ("pages-20261201-060000", "pages-20261201-060000-2")
+    assert Run(second).manifest.run_id == "pages-20261201-060000-2"
+    assert sorted(p.name for p in (tmp_path / "cassettes").iterdir()) == ["pages-20261201-060000",
+                                                                        "pages-20261201-060000-2", "r1"]

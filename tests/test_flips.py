@@ -13,7 +13,7 @@ from replay._flip_inputs import explain_flips
 from replay._flips import prompt_changes
 from replay._page_diff import region_diff, side_by_side
 from replay._prompts import load_prompt
-from replay._records import GoldSet
+from replay._records import ClaimsBatch, GoldSet
 from replay._runs import Run
 
 LEARN_PAGES = Path(__file__).resolve().parent / "data" / "learn-pages"
@@ -507,6 +507,9 @@ def test_a_claim_edited_between_the_runs_is_no_prompt_page_or_model_flip(tmp_pat
     assert flip.evidence["claim_changed"]["b"]["claim"] == edited["claim"]
     assert flip.summary.startswith("unknown: the runs judged different claims under this id (its text changed: ")
     assert "128,000" in flip.summary and "1,047,576" in flip.summary
+    # claims given on the command line (`diff --claims`) fill in what a run does not say, never replace it
+    given = [ClaimsBatch.model_validate({"file": FILE, "claims": [edited]})]
+    assert explain_flips(a, b, discover=False, claims=given).flips[0].primary_cause == "unknown"
     # with the claim as A judged it, the same prompt and page: a model flip, and the edited run is no repeat
     c = run(tmp_path / "r" / "c", "v3", V3, [result("models-010", "not_grounded")], {MODELS_URL: page}, claims=[MINI])
     flip = explain_flips(a, c).flips[0]  # b, a sibling, is discovered but judged another claim

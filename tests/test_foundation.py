@@ -118,3 +118,13 @@ def test_a_line_break_in_a_file_name_keeps_the_message_on_one_line(tmp_path):
     assert str(InputError(tmp_path / "a\nb.json", "no such file")) == f"{tmp_path}/a\\nb.json: no such file"
     with pytest.raises(InputError, match="is not a file .a folder, or a pipe"):
         load_prompt(str(tmp_path))
+
+
+def test_a_claims_folder_with_a_dangling_link_is_refused_not_judged_short(tmp_path):
+    from replay._io import claims_paths
+
+    write_json(tmp_path / "claims" / "a.json", {"file": "docs/a.md", "claims": [
+        {"id": "a-1", "claim": "x", "claim_type": "version"}]})
+    (tmp_path / "claims" / "b.json").symlink_to(tmp_path / "gone.json")
+    with pytest.raises(InputError, match="b.json: is a symbolic link to nothing"):
+        claims_paths([tmp_path / "claims"])

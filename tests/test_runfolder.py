@@ -277,4 +277,7 @@ def test_a_folder_written_as_a_whole_is_the_old_one_or_the_new_one(tmp_path: Pat
     assert {p.name: p.read_text() for p in folder.iterdir()} == {"a.json": "1", "b.json": "1"}
     write_folder(folder, {"a.json": "2"})
     assert {p.name: p.read_text() for p in folder.iterdir()} == {"a.json": "2"}
+    (folder / "NOTES.md").write_text("mine")  # not ours: carried over
+    write_folder(folder, {"a.json": "3"}, ours=lambda name: name.endswith(".json"))
+    assert {p.name: p.read_text() for p in folder.iterdir()} == {"a.json": "3", "NOTES.md": "mine"}
     assert [p.name for p in folder.parent.iterdir()] == ["r1"]

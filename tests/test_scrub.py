@@ -171,18 +171,33 @@ def test_urls_lose_userinfo_and_credential_query_values_by_name_only() -> None:
 
 
 @pytest.mark.parametrize("name", ["apiToken", "auth_token", "x-functions-key", "access-token", "bearer", "session",
-                                  "code", "AccessKey", "apitoken"])
+                                  "AccessKey", "apitoken"])
 def test_a_query_parameter_named_for_a_credential_is_one_whatever_its_spelling(name: str) -> None:
     url = f"http://127.0.0.1:8931/api/mcp?{name}=CANARYvalue123&api-version=2024-06-01"
     assert _secrets.url_credentials(url) == ["CANARYvalue123"]  # the API version is no credential
     assert scrub_url(url) == f"http://127.0.0.1:8931/api/mcp?{name}=REDACTED&api-version=2024-06-01"
 
 
-def test_a_fragment_and_a_password_the_url_cannot_parse_are_secrets_too() -> None:
-    assert "lfragCANARYsecret" in _secrets.url_credentials("http://127.0.0.1:8931/api/mcp#lfragCANARYsecret")
-    assert "fragSECRETxyz" in _secrets.url_credentials("http://127.0.0.1:8931/api/mcp#access_token=fragSECRETxyz")
-    # a `/` left unencoded in the password: the URL's authority ends at it, the password is still one
-    assert "pppass/CANARY" in _secrets.url_credentials("http://u:pppass/CANARY@127.0.0.1:8931/x")
+def test_an_ordinary_value_of_a_credential_like_name_is_not_removed_wherever_it_occurs() -> None:
+    """Registered values are removed from everything we write, page text included: `regionCode=Global` or
+    `session=default` must not turn every "Global" of a page into REDACTED (the URL still loses it)."""
+    for url in ("http://127.0.0.1:8931/api/mcp?regionCode=Global", "http://127.0.0.1:8931/api/mcp?session=default1",
+                "http://127.0.0.1:8931/api/mcp#learn-docs"):
+        assert _secrets.url_credentials(url) == []
+    assert scrub_url("http://127.0.0.1:8931/api/mcp?session=default1") == "http://127.0.0.1:8931/api/mcp?session=REDACTED"
+
+
+def test_a_fragment_is_never_shown_and_a_password_the_url_cannot_parse_is_a_secret() -> None:
+    # a fragment is never sent: dropped from every endpoint we print or store; a token in one is a secret
+    assert scrub_url("http://127.0.0.1:8931/api/mcp?token=T#lfragCANARYsecret") == "http://127.0.0.1:8931/api/mcp?token=REDACTED"
+    assert "fragSECRETxyz123" in _secrets.url_credentials("http://127.0.0.1:8931/api/mcp#access_token=fragSECRETxyz123")
+    # a `/`, `?` or `#` left unencoded in the password: the authority ends there, the password is still one
+    for url, password in (("http://u:pppass/CANARY@127.0.0.1:8931/x", "pppass/CANARY"),
+                          ("http://CANARYusr:CANARY?pass99@127.0.0.1:8931/api/mcp", "CANARY?pass99"),
+                          ("http://CANARYusr:CANARY#pass99@127.0.0.1:8931/api/mcp", "CANARY#pass99")):
+        assert password in _secrets.url_credentials(url)
+    # an `@` in the path of a URL that parses is no userinfo
+    assert _secrets.url_credentials("http://127.0.0.1:8932/proxy@v2") == []
 
 
 def test_a_malformed_endpoint_with_credentials_is_refused_without_showing_them(capsys: pytest.CaptureFixture[str]) -> None:
@@ -190,6 +205,7 @@ def test_a_malformed_endpoint_with_credentials_is_refused_without_showing_them(c
 
     try:
         for url in ("http://u:pppass/CANARY@127.0.0.1:8931/x", "http://u:pppassCANARY@[::1/api/mcp",
+                    "http://CANARYusr:CANARY?pass99@127.0.0.1:8931/api/mcp",
                     "http://127.0.0.1:8931/api/mcp?token=tokCANARY123#lfragCANARYsecret x"):
             code = main(["judge", "--prompt", "v3", "--claims", "demo/claims", "--mode", "live", "--learn-url", url])
             err = capsys.readouterr().err

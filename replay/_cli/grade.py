@@ -212,7 +212,8 @@ def command(
     gate = (adoption_gate(base.results, graded.results, gold, baseline_scores=base.scores,
                           candidate_scores=graded.scores, candidate_rerecord=graded.rerecord,
                           baseline_rerecord=base.rerecord,
-                          claims_differ=base.run.claims_differing_from(graded.run) if base.run and graded.run else ())
+                          claims_differ=base.run.claims_differing_from(graded.run, {(g.file, g.id) for g in gold.items})
+                          if base.run and graded.run else ())
             if base is not None else None)
 
     text = (dump_json(grade_json(graded, gold_path, base, gate)) if fmt == "json"
