@@ -16,7 +16,7 @@ from ._flip_inputs import claims_paths as run_claims_paths
 from ._io import write_model
 from ._mcp import FETCH_TOOL, normalise_learn_url
 from ._records import Claim, ClaimsFileEntry, DriftReport, FileResult, ResultsFile, RunManifest, ToolCall
-from ._runfolder import STAGING_FOLDER
+from ._runfolder import STAGING_FOLDER, folder_lock
 from ._runs import MANIFEST, RESULTS, Run, cassette_name
 from ._secrets import remember_url
 from ._text import sha256_text
@@ -77,14 +77,12 @@ def record_page_snapshot(run: Run, learn_url: str, root: Path, now: datetime) ->
     area.mkdir(parents=True, exist_ok=True)
     _sweep_dead_snapshots(area)
     staging = _own_folder(area, f"{name}{_STAGED}")
-    lock = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # a sweep passes a snapshot being written by
-        _record_fetches(run, learn_url, staging, now.strftime("%Y-%m-%dT%H:%M:%SZ"), name)
-        return _move_in(staging, root, name)
+        with folder_lock(staging, fcntl.LOCK_EX):  # a sweep passes a snapshot being written by
+            _record_fetches(run, learn_url, staging, now.strftime("%Y-%m-%dT%H:%M:%SZ"), name)
+            return _move_in(staging, root, name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # half a snapshot is no snapshot
-        os.close(lock)
         try:
             area.rmdir()  # only when nothing else is in it
         except OSError:
@@ -128,17 +126,9 @@ def _sweep_dead_snapshots(area: Path) -> None:
     """Remove what killed `drift --live` runs left in the staging area: a snapshot folder no process holds
     locked (the kernel drops a lock with its process)."""
     for folder in area.glob(f"*{_STAGED}*"):
-        try:
-            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            continue  # being written
-        finally:
-            os.close(fd)
-        shutil.rmtree(folder, ignore_errors=True)
+        with folder_lock(folder, fcntl.LOCK_EX | fcntl.LOCK_NB) as held:
+            if held is not None:  # else being written (or not a folder we can open)
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def _record_fetches(run: Run, learn_url: str, folder: Path, recorded_at: str, run_id: str) -> None:

@@ -89,18 +89,8 @@ class RunFolderWriter:
     def commit(self) -> None:
         """Replace the run by the staging folder, as one step where the filesystem allows it, once no one
         reads the old run (`reading`)."""
-        if not self.run.exists():
-            os.rename(self.staging, self.run)
-            self.committed = True
-            return
-        with _folder_lock(self.run, fcntl.LOCK_EX):
-            if _exchange(self.staging, self.run):
-                shutil.rmtree(self.staging)  # now the old run
-            else:
-                previous = self.area / f"{self.run.name}.previous"
-                os.rename(self.run, previous)
-                os.rename(self.staging, self.run)  # a kill between the two: `_recover` finishes it
-                shutil.rmtree(previous)
+        with folder_lock(self.run, fcntl.LOCK_EX):
+            _swap_in(self.staging, self.run, self.area / f"{self.run.name}.previous")  # a kill: `_recover` finishes it
         self.committed = True
 
     # ------------------------------------------------------------------ the lock
@@ -174,15 +164,21 @@ def write_folder(folder: Path, files: Mapping[str, str], ours: Callable[[str], b
     for entry in (folder.iterdir() if folder.is_dir() else ()):
         if not ours(entry.name) and entry.name not in files:
             (shutil.copytree if entry.is_dir() and not entry.is_symlink() else shutil.copy2)(entry, staging / entry.name)
-    if not folder.exists():
-        os.rename(staging, folder)
-    elif _exchange(staging, folder):
-        shutil.rmtree(staging)  # now the old folder
+    previous = folder.with_name(f".{folder.name}.previous")
+    shutil.rmtree(previous, ignore_errors=True)
+    _swap_in(staging, folder, previous)
+
+
+def _swap_in(new: Path, target: Path, previous: Path) -> None:
+    """Put the folder `new` where `target` is, and remove the old one: one atomic exchange where the file
+    system has it, else `target` moved aside to `previous` for the moment between two renames."""
+    if not target.exists():
+        os.rename(new, target)
+    elif _exchange(new, target):
+        shutil.rmtree(new)  # now the old folder
     else:
-        previous = folder.with_name(f".{folder.name}.previous")
-        shutil.rmtree(previous, ignore_errors=True)
-        os.rename(folder, previous)
-        os.rename(staging, folder)
+        os.rename(target, previous)
+        os.rename(new, target)
         shutil.rmtree(previous)
 
 
@@ -193,7 +189,7 @@ def reading(run: str | Path) -> Iterator[None]:
     is read as before, unlocked."""
     path = Path(os.path.realpath(run))
     for _ in range(10):
-        with _folder_lock(path, fcntl.LOCK_SH) as fd:
+        with folder_lock(path, fcntl.LOCK_SH) as fd:
             if fd is None or _same_file(fd, path):
                 yield
                 return
@@ -202,7 +198,7 @@ def reading(run: str | Path) -> Iterator[None]:
 
 
 @contextmanager
-def _folder_lock(folder: Path, how: int) -> Iterator[int | None]:
+def folder_lock(folder: Path, how: int) -> Iterator[int | None]:
     """`flock(how)` on the folder itself, held for the block: its descriptor, or None when the folder
     cannot be opened or locked (not there, or a file system without flock on folders)."""
     try:
