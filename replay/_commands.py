@@ -8,6 +8,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ._errors import UsageError
 from ._records import LEARN_MCP_URL, RunManifest, endpoint_problem
+from ._scrub import scrub_url
 from ._secrets import remember_url
 
 LEARN_STAND_IN_PORT = 8931
@@ -67,10 +68,10 @@ def judge_command(
     args = ["judge-replay", "judge", "--prompt", prompt, "--claims", *claims, "--run", run or "DIR", "--mode", mode]
     if model:
         args += ["--model", model]
-    if learn_url and learn_url != LEARN_MCP_URL:
-        args += ["--learn-url", learn_url.partition("#")[0]]  # a fragment is never sent, and may hold a token
+    if learn_url and learn_url != LEARN_MCP_URL:  # as any URL we print: credentials by name REDACTED, no fragment
+        args += ["--learn-url", scrub_url(learn_url)]
     if anthropic_base_url:
-        args += ["--anthropic-base-url", anthropic_base_url.partition("#")[0]]
+        args += ["--anthropic-base-url", scrub_url(anthropic_base_url)]
     if pages_from:
         args += ["--pages-from", pages_from]
     if retry_failed:

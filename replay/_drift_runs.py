@@ -74,15 +74,17 @@ def record_page_snapshot(run: Run, learn_url: str, root: Path, now: datetime) ->
     remember_url(learn_url)  # its credentials are secrets: in no file written, nothing printed
     name = f"pages-{now:%Y%m%d-%H%M%S}"
     area = root / STAGING_FOLDER
-    area.mkdir(parents=True, exist_ok=True)
     _sweep_dead_snapshots(area)
-    staging = _own_folder(area, f"{name}{_STAGED}")
+    fresh = _own_folder(area)  # under a name no sweep looks at, until it is locked
+    staging = area / f"{name}{_STAGED}{fresh.name.removeprefix(_FRESH)}"
     try:
-        with folder_lock(staging, fcntl.LOCK_EX):  # a sweep passes a snapshot being written by
+        with folder_lock(fresh, fcntl.LOCK_EX):  # a sweep passes a snapshot being written by
+            os.rename(fresh, staging)  # the lock is the folder's: it goes with it
             _record_fetches(run, learn_url, staging, now.strftime("%Y-%m-%dT%H:%M:%SZ"), name)
             return _move_in(staging, root, name)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)  # half a snapshot is no snapshot
+        for left in (fresh, staging):
+            shutil.rmtree(left, ignore_errors=True)  # half a snapshot is no snapshot
         try:
             area.rmdir()  # only when nothing else is in it
         except OSError:
@@ -91,17 +93,21 @@ def record_page_snapshot(run: Run, learn_url: str, root: Path, now: datetime) ->
 
 _STAGED = ".drift-live-"
 """What names a snapshot being written in the staging area (`<name>.drift-live-<random>`)."""
+_FRESH = ".fresh-"
+"""What names a snapshot's folder from its making to its lock (a sweep never looks at it)."""
 
 
-def _own_folder(area: Path, prefix: str) -> Path:
-    """A new folder `<prefix><random>` of this process alone (made with the permissions a folder gets,
-    unlike `tempfile.mkdtemp`'s private ones: it becomes the snapshot)."""
+def _own_folder(area: Path) -> Path:
+    """A new folder `.fresh-<random>` in `area` (made when missing, and again when another process removed
+    it meanwhile), of this process alone, with the permissions a folder gets (unlike `tempfile.mkdtemp`'s
+    private ones: it becomes the snapshot)."""
     while True:
-        folder = area / f"{prefix}{secrets.token_hex(4)}"
+        folder = area / f"{_FRESH}{secrets.token_hex(4)}"
         try:
+            area.mkdir(parents=True, exist_ok=True)
             folder.mkdir()
             return folder
-        except FileExistsError:
+        except (FileExistsError, FileNotFoundError):  # taken, or the area removed by a run that just ended
             continue
 
 

@@ -162,8 +162,14 @@ def write_folder(folder: Path, files: Mapping[str, str], ours: Callable[[str], b
     for name, text in files.items():
         atomic_write_text(staging / name, text)
     for entry in (folder.iterdir() if folder.is_dir() else ()):
-        if not ours(entry.name) and entry.name not in files:
-            (shutil.copytree if entry.is_dir() and not entry.is_symlink() else shutil.copy2)(entry, staging / entry.name)
+        if ours(entry.name) or entry.name in files:
+            continue
+        if entry.is_symlink():  # a link stays a link, wherever (or to nothing) it points
+            os.symlink(os.readlink(entry), staging / entry.name)
+        elif entry.is_dir():
+            shutil.copytree(entry, staging / entry.name, symlinks=True)
+        else:
+            shutil.copy2(entry, staging / entry.name)
     previous = folder.with_name(f".{folder.name}.previous")
     shutil.rmtree(previous, ignore_errors=True)
     _swap_in(staging, folder, previous)

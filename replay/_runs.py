@@ -281,7 +281,8 @@ class Run:
 
     def claims_differing_from(self, other: Run, graded: Container[tuple[str, str]]) -> list[str]:
         """The claims files both runs judged where a claim of the gold set (`graded`: its (file, id) keys)
-        differs between them (its text, type or cited page): the two runs' scores do not rest on the same
+        differs between them (its text, type or cited page, or one run judged it and the other did not):
+        the two runs' scores do not rest on the same
         claims. Claims files the manifests give the same sha256 are the same; claims outside the gold set
         (added since, say) do not count; a run that cannot say what it judged is not counted."""
         ours = {e.file: e.sha256 for e in self.manifest.claims}
@@ -293,8 +294,8 @@ class Run:
             if mine is None or theirs is None:
                 continue
             a, b = _as_judged(mine), _as_judged(theirs)
-            if any(a[i] != b[i] for i in a.keys() & b.keys() if (entry.file, i) in graded):
-                differ.append(entry.file)
+            if any(a.get(i) != b.get(i) for i in a.keys() | b.keys() if (entry.file, i) in graded):
+                differ.append(entry.file)  # a gold claim edited, or judged by one run only
         return sorted(differ)
 
     def all_claims(self) -> dict[tuple[str, str], Claim]:

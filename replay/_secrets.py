@@ -204,14 +204,15 @@ def url_credentials(url: str | None) -> list[str]:
             out += [unquote(username), user_password,
                     "Basic " + base64.b64encode(user_password.encode("utf-8")).decode("ascii")]
     for name, value in [*parse_qsl(parts.query), *parse_qsl(parts.fragment)]:
-        if value and (name.lower() in CREDENTIAL_QUERY_NAMES or (is_credential_name(name) and _looks_generated(value))):
+        if value and is_credential_name(name) and _looks_generated(value):
             out.append(value)
     return [v for v in out if v]
 
 
 def _looks_generated(value: str) -> bool:
-    """A value that looks like a generated credential, not a word: 12 characters or more, digits among letters."""
-    return len(value) >= 12 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+    """A value that is no ordinary word, so that removing it wherever it occurs rewrites no page text: 8
+    characters or more with a digit or a character no word has (`+/=_-`), or 16 or more of any kind."""
+    return len(value) >= 16 or (len(value) >= 8 and any(c.isdigit() or c in "+/=_-~." for c in value))
 
 
 _LOOSE_USERINFO = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*://(.*)@")
@@ -252,6 +253,7 @@ def forget_all() -> None:
 
 def _encodings(value: str) -> set[str]:
     forms = {value, quote(value, safe=""), quote_plus(value, safe=""), json.dumps(value)[1:-1]}
+    forms |= {_PERCENT.sub(lambda m: m.group().lower(), f) for f in set(forms)}  # `%2b` as well as `%2B`
     forms |= {json.dumps(value, ensure_ascii=False)[1:-1]}
     raw = value.encode("utf-8")
     forms.add(base64.b64encode(raw).decode("ascii"))  # the whole value encoded alone, padding included
@@ -259,6 +261,9 @@ def _encodings(value: str) -> set[str]:
         forms.add(form)
         forms.add(form.replace("+", "-").replace("/", "_"))  # urlsafe alphabet
     return {f for f in forms if len(f) >= MIN_LENGTH}
+
+
+_PERCENT = re.compile(r"%[0-9A-F]{2}")
 
 
 def _fewest(texts: set[str]) -> tuple[str, ...]:

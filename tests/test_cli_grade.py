@@ -293,6 +293,10 @@ def test_the_gate_adopts_nothing_when_the_two_runs_judged_different_claims(proje
     _judged(project, "v3", [*CLAIMS, {"id": "a-9", "claim": "New since.", "claim_type": "version"}])
     assert main(["grade", "runs/v3", "--gold", "gold2.json", "--baseline", "runs/v2", "--json"]) == 0
     assert "different claims" not in json.loads(capsys.readouterr().out)["gate"]["reason"]
+    # a gold claim one run did not judge (dropped from its claims file): not the same claims either
+    _judged(project, "v3", [CLAIMS[0]])
+    assert main(["grade", "runs/v3", "--gold", "gold2.json", "--baseline", "runs/v2", "--json"]) == 0
+    assert "judged different claims in 1 claims file" in json.loads(capsys.readouterr().out)["gate"]["reason"]
     # a claim edited between the runs: P and R no longer compare the prompts
     _judged(project, "v3", [{**CLAIMS[0], "claim": "GPT-4.1 offers a 1M token context window."}, CLAIMS[1]])
     assert main(["grade", "runs/v3", "--gold", "gold2.json", "--baseline", "runs/v2", "--json"]) == 0

@@ -277,7 +277,12 @@ def test_a_folder_written_as_a_whole_is_the_old_one_or_the_new_one(tmp_path: Pat
     assert {p.name: p.read_text() for p in folder.iterdir()} == {"a.json": "1", "b.json": "1"}
     write_folder(folder, {"a.json": "2"})
     assert {p.name: p.read_text() for p in folder.iterdir()} == {"a.json": "2"}
-    (folder / "NOTES.md").write_text("mine")  # not ours: carried over
+    (folder / "NOTES.md").write_text("mine")  # not ours: carried over, links as links
+    (folder / "to-notes").symlink_to("NOTES.md")
+    (folder / "to-nothing").symlink_to(tmp_path / "gone")
+    (folder / "to-folder").symlink_to(tmp_path)
     write_folder(folder, {"a.json": "3"}, ours=lambda name: name.endswith(".json"))
-    assert {p.name: p.read_text() for p in folder.iterdir()} == {"a.json": "3", "NOTES.md": "mine"}
+    assert {p.name: p.read_text() for p in folder.iterdir() if not p.is_symlink()} == {"a.json": "3", "NOTES.md": "mine"}
+    assert {p.name: os.readlink(p) for p in folder.iterdir() if p.is_symlink()} == {
+        "to-notes": "NOTES.md", "to-nothing": str(tmp_path / "gone"), "to-folder": str(tmp_path)}
     assert [p.name for p in folder.parent.iterdir()] == ["r1"]

@@ -181,10 +181,11 @@ def test_a_query_parameter_named_for_a_credential_is_one_whatever_its_spelling(n
 def test_an_ordinary_value_of_a_credential_like_name_is_not_removed_wherever_it_occurs() -> None:
     """Registered values are removed from everything we write, page text included: `regionCode=Global` or
     `session=default` must not turn every "Global" of a page into REDACTED (the URL still loses it)."""
-    for url in ("http://127.0.0.1:8931/api/mcp?regionCode=Global", "http://127.0.0.1:8931/api/mcp?session=default1",
+    for url in ("http://127.0.0.1:8931/api/mcp?regionCode=Global", "http://127.0.0.1:8931/api/mcp?session=default",
+                "http://127.0.0.1:8931/api/mcp?key=production",
                 "http://127.0.0.1:8931/api/mcp#learn-docs"):
         assert _secrets.url_credentials(url) == []
-    assert scrub_url("http://127.0.0.1:8931/api/mcp?session=default1") == "http://127.0.0.1:8931/api/mcp?session=REDACTED"
+    assert scrub_url("http://127.0.0.1:8931/api/mcp?session=default") == "http://127.0.0.1:8931/api/mcp?session=REDACTED"
 
 
 def test_a_fragment_is_never_shown_and_a_password_the_url_cannot_parse_is_a_secret() -> None:
@@ -198,6 +199,30 @@ def test_a_fragment_is_never_shown_and_a_password_the_url_cannot_parse_is_a_secr
         assert password in _secrets.url_credentials(url)
     # an `@` in the path of a URL that parses is no userinfo
     assert _secrets.url_credentials("http://127.0.0.1:8932/proxy@v2") == []
+
+
+def test_a_printed_command_never_carries_a_credential_of_the_url_whatever_it_looks_like() -> None:
+    """The "to try again" command shows the endpoints as any URL we print: what is named for a credential
+    is REDACTED whether or not its value was remembered (letters only, short), and no fragment."""
+    from replay._commands import judge_command
+
+    url = ("http://127.0.0.1:8931/api/mcp?zzToken=canaryonlyletterszq&x-functions-key=ABCDEFGHIJKLMNOPQRSTUVWXYZabcd=="
+           "&sessionToken=AbCdEfGh&lang=en#access_token=fragCANARY")
+    try:
+        _secrets.remember_url(url)
+        printed = _secrets.redact(judge_command(prompt="v3", claims=["claims"], run="runs/r", learn_url=url))
+    finally:
+        _secrets.forget_all()
+    assert "canary" not in printed.lower() and "ABCDEFGH" not in printed and "AbCdEfGh" not in printed
+    assert "?zzToken=REDACTED&x-functions-key=REDACTED&sessionToken=REDACTED&lang=en" in printed and "#" not in printed
+
+
+def test_a_secret_written_with_lowercase_percent_escapes_is_removed_too() -> None:
+    try:
+        _secrets.remember("Zx81kQ0p+Lm92Vb7T")
+        assert _secrets.redact("?apiToken=Zx81kQ0p%2bLm92Vb7T and Zx81kQ0p%2BLm92Vb7T") == "?apiToken=REDACTED and REDACTED"
+    finally:
+        _secrets.forget_all()
 
 
 def test_a_malformed_endpoint_with_credentials_is_refused_without_showing_them(capsys: pytest.CaptureFixture[str]) -> None:
