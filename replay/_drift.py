@@ -43,7 +43,6 @@ import shlex
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Literal
 

@@ -19,7 +19,7 @@ from ._drift import claim_line_pair
 from ._mcp import normalise_learn_url, page_name
 from ._page_diff import changed_values, claim_values_on, line_values, region_diff
 from ._prompts import calibration_rules
-from ._records import GOLD_TO_VERDICT, AnyClaim, ClaimResult, Flip, FlipCause, FlipReport, GoldSet, ResultRow
+from ._records import GOLD_TO_VERDICT, AnyClaim, ClaimResult, Flip, FlipCause, FlipReport, GoldSet, ResultRow, as_judged
 from ._text import normalise_ws, quote_occurs, sha256_text, subject_words, value_tokens, without_thousands
 
 Key = tuple[str, str]
@@ -394,7 +394,7 @@ def _same_claim(x: RunInput, y: RunInput, key: Key) -> bool:
     """Whether two runs judged the same claim under this (file, id): its text, type and cited page (a run
     that does not say what it judged is taken to have judged the same)."""
     cx, cy = x.claims.get(key), y.claims.get(key)
-    return cx is None or cy is None or (cx.claim, cx.claim_type, cx.evidence_url) == (cy.claim, cy.claim_type, cy.evidence_url)
+    return cx is None or cy is None or as_judged(cx) == as_judged(cy)
 
 
 def _repeat_group(ref: RunInput, tref: ClaimTrace, runs: Sequence[RunInput], traces: Sequence[ClaimTrace],

@@ -94,6 +94,12 @@ AnyClaim = Claim | ClaimRow
 """One claim: as read, or as grade and diff hold a run's thousands (`ClaimRow`, the same fields)."""
 
 
+def as_judged(claim: AnyClaim) -> tuple[str, str, str | None]:
+    """What of a claim its verdict rests on: its text, type and cited page (two runs judged the same claim
+    when these are equal, whatever its id)."""
+    return claim.claim, claim.claim_type, claim.evidence_url
+
+
 class ClaimsBatch(_Open):
     """A claims file: every claim of one documentation file, judged in one conversation."""
 

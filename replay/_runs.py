@@ -21,7 +21,7 @@ from ._errors import InputError
 from ._io import load_claims_batch, load_compact_results, load_results, read_json, reading_error, validate
 from ._mcp import FETCH_TOOL, NoPage, no_page_reason, normalise_learn_url
 from ._prompts import parse_rendered_batch
-from ._records import Claim, CompactResults, ResultsFile, RunManifest
+from ._records import Claim, CompactResults, ResultsFile, RunManifest, as_judged
 from ._text import sha256_text
 
 MANIFEST = "run.json"
@@ -308,7 +308,7 @@ class Run:
 
 
 def _as_judged(claims: list[Claim]) -> dict[str, tuple[str, str, str | None]]:
-    return {c.id: (c.claim, c.claim_type, c.evidence_url) for c in claims}
+    return {c.id: as_judged(c) for c in claims}
 
 
 def prompt_texts(request: object) -> list[str]:
