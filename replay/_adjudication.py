@@ -6,7 +6,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-from ._grading import ClaimKey
+from ._grading import NO_RESULT, ClaimKey
 from ._io import printable
 from ._records import AnyClaim, ClaimError, ClaimRow, Scores
 from ._render import FieldPanel, markdown_fence, markdown_text
@@ -179,13 +179,30 @@ def _region_caption(e: ClaimError) -> str:
     return f"page region{where}: {e.page_note or 'none'}"
 
 
+def with_a_result(errors: list[ClaimError]) -> list[ClaimError]:
+    """The disagreements the results say something of (a verdict, a quote, an error of the claim or of its
+    file): the ones a panel or section adjudicates. A gold claim they say nothing of is named only in the
+    list of claims without a verdict (a gold set for a whole knowledge base graded against a run of part
+    of it has thousands, each with nothing to show)."""
+    return [e for e in errors if not (e.kind == "no_verdict" and e.judge_error == NO_RESULT)]
+
+
+def without_a_result_note(errors: list[ClaimError]) -> str | None:
+    """What the adjudication leaves out (`with_a_result`), said after it; None when nothing."""
+    left = len(errors) - len(with_a_result(errors))
+    return (f"({left:,} of them: gold claims the results do not hold, listed above, with nothing more to show)"
+            if left else None)
+
+
 def adjudication_markdown(errors: list[ClaimError], heading: str = "###") -> str:
-    """Every disagreement as a markdown section (claim, gold, verdict, quote, reason, page region); data is
-    escaped (`markdown_text`), the page region is a fenced block of `printable` text."""
+    """Every disagreement the results hold something of (`with_a_result`) as a markdown section (claim,
+    gold, verdict, quote, reason, page region); data is escaped (`markdown_text`), the page region is a
+    fenced block of `printable` text."""
     if not errors:
         return "No disagreement with the gold set."
-    parts = []
-    for e in errors:
+    note = without_a_result_note(errors)
+    parts = [] if note is None else [markdown_text(note)]
+    for e in with_a_result(errors):
         lines = [f"{heading} {markdown_text(_title(e))}", ""]
         lines += [f"- **{name}:** {markdown_text(value)}" for name, value in _fields(e)]
         lines += [f"- **{markdown_text(_region_caption(e))}**"]
@@ -198,8 +215,8 @@ def adjudication_markdown(errors: list[ClaimError], heading: str = "###") -> str
 
 
 def adjudication_panels(errors: list[ClaimError]) -> list[FieldPanel]:
-    """Every disagreement as a terminal panel (every data string through `printable`; print them with
-    `_render.print_panels`)."""
+    """Every disagreement the results hold something of (`with_a_result`) as a terminal panel (every data
+    string through `printable`; print them with `_render.print_panels`)."""
     return [FieldPanel(_title(e), [(f"{name}:", value) for name, value in _fields(e)], _region_caption(e),
                        e.page_region or None, "red" if e.kind in ("FP", "FN", "no_verdict") else "yellow")
-            for e in errors]
+            for e in with_a_result(errors)]

@@ -108,6 +108,11 @@ def cost_usd(model: str, usage: TokenUsage, *, batch: bool = False,
     return round(total * (BATCH_DISCOUNT if batch else 1.0), 6) if math.isfinite(total) else None
 
 
+MAX_PRICE = 1_000_000
+"""The highest price a table may give (USD per million tokens, 10,000x today's dearest): a larger one is a
+typo, and would make a run's cost too large for a number ("unknown")."""
+
+
 def price_table(overrides: Mapping[str, Any] | None) -> dict[str, Price]:
     """The bundled table with `[tool.judge-replay.prices]` applied: `{model = {input = 2, output = 10,
     cache_write_5m = 2.5, cache_write_1h = 4, cache_read = 0.2}}`; an entry may give only input and
@@ -122,8 +127,9 @@ def price_table(overrides: Mapping[str, Any] | None) -> dict[str, Price]:
             raise ValueError(f"prices.{model} has unknown keys {unknown}; known: {sorted(known)}")
         values: dict[str, float] = {}
         for key, value in entry.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
-                raise ValueError(f"prices.{model}.{key} must be a finite number >= 0, not {value!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_PRICE:
+                raise ValueError(f"prices.{model}.{key} must be a number from 0 to {MAX_PRICE:,} (USD per million "
+                                 f"tokens), not {value!r}")
             values[key] = float(value)
         if "input" not in values or "output" not in values:
             raise ValueError(f"prices.{model} needs at least input and output")

@@ -8,8 +8,8 @@
     ├── CassetteMiss (1)        replay met a request that is not in the cassette
     ├── CheckFailed (1)         a check the command exists to make failed (audit finding, verify mismatch)
     ├── RecordingFailed (1)     a run gave nothing to keep, or a service was down before it started
-    └── SystemFailed (1)        the system failed under a run where it cannot be an OSError (a batch
-                                journal that cannot be written, raised inside the SDK's transport)
+    └── SystemFailed (1)        the system failed where it cannot be an OSError (a batch journal that
+                                cannot be written, inside the SDK's transport; a full page store)
 
 `_cli.main.main()` is the one place these become a line on stderr and an exit code. It also turns a
 system error into one line naming the file (a full disk or a read-only folder: 1; a path that is a folder
@@ -108,8 +108,9 @@ class RecordingFailed(ReplayError):
 
 
 class SystemFailed(ReplayError):
-    """A system error (a full disk...) that stops a run, raised where the SDK would wrap an OSError as a
-    connection error (in a conversation waiting for its batch round): said as `main()` says an OSError,
-    the file first (`_batch_runner`), exit 1."""
+    """A system error (a full disk...) that cannot be raised as the OSError it is: where the SDK would
+    wrap an OSError as a connection error (in a conversation waiting for its batch round,
+    `_batch_runner`), or where sqlite reports it (the page store). Said as `main()` says an OSError, the
+    file first, exit 1."""
 
     exit_code = 1

@@ -196,6 +196,11 @@ def claim_info(
     return (text if isinstance(text, str) else None), (ctype if isinstance(ctype, str) else None)
 
 
+NO_RESULT = "no result for this claim"
+"""`ClaimError.judge_error` of a claim the results hold nothing of (followed by its file's error, when its
+file failed)."""
+
+
 def _error(p: PairedClaim, claims: Mapping[ClaimKey, AnyClaim | None] | None) -> ClaimError:
     verdict, r = p.verdict, p.result
     outcome = claim_outcome(p.gold.label, verdict)
@@ -207,7 +212,7 @@ def _error(p: PairedClaim, claims: Mapping[ClaimKey, AnyClaim | None] | None) ->
         kind = "mismatch"
     text, ctype = claim_info(p.key, r, claims)
     if r is None:
-        judge_error = f"no result for this claim ({p.file_error})" if p.file_error else "no result for this claim"
+        judge_error = f"{NO_RESULT} ({p.file_error})" if p.file_error else NO_RESULT
     elif verdict is None:
         judge_error = r.error or p.file_error or "no verdict given"
     else:

@@ -283,6 +283,22 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+class _KeyTwice(ValueError):
+    """An object of a file we read gives one key twice."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's members, refusing a key given twice: JSON leaves which one counts to the reader, and a
+    hand-merged file that says two things must not be read as saying the last."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise _KeyTwice(f"the key {json.dumps(twice[:60], ensure_ascii=True)} is given twice in one object, so "
+                        "which value counts is unclear")
+    return data
+
+
 def deeper_than(data: Any, limit: int) -> bool:
     """Whether arrays/objects nest more than `limit` levels (walked without recursion, containers only)."""
     stack = [(data, 1)] if isinstance(data, (dict, list)) else []
@@ -298,16 +314,20 @@ def deeper_than(data: Any, limit: int) -> bool:
 
 def parse_json(text: str, path: str | Path) -> Any:
     """Parse JSON text read from `path` (the one JSON parser for files users give us): NaN, Infinity,
-    out-of-range numbers and nesting deeper than MAX_JSON_DEPTH are InputErrors naming the file."""
+    out-of-range numbers, a key given twice in one object and nesting deeper than MAX_JSON_DEPTH are
+    InputErrors naming the file."""
     if not text.strip():
         raise InputError(path, "is empty, expected JSON")
     too_deep = InputError(path, f"nested more than {MAX_JSON_DEPTH} levels deep, more than any file of ours")
     try:
-        data = json.loads(text, parse_float=_finite_number, parse_int=_whole_number, parse_constant=_no_constant)
+        data = json.loads(text, parse_float=_finite_number, parse_int=_whole_number, parse_constant=_no_constant,
+                          object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
     except RecursionError:
         raise too_deep from None
+    except _KeyTwice as exc:
+        raise InputError(path, str(exc)) from exc
     except ValueError as exc:  # NaN, 1e999, a number of 5000 digits
         raise InputError(path, f"not valid JSON: {exc}") from exc
     if deeper_than(data, MAX_JSON_DEPTH):
@@ -495,7 +515,8 @@ def _compact_results_streamed(path: Path, text: str) -> CompactResults | None:
     the shape results files have: valid JSON, an object whose last key is `files` (a list), no key twice,
     nothing nested deeper than MAX_JSON_DEPTH; the whole parse then reads it, and says what is wrong with
     it. Errors come in the same order as there: invalid JSON first, then the header, then the first file."""
-    decode = json.JSONDecoder(parse_float=_finite_number, parse_int=_whole_number, parse_constant=_no_constant).raw_decode
+    decode = json.JSONDecoder(parse_float=_finite_number, parse_int=_whole_number, parse_constant=_no_constant,
+                              object_pairs_hook=_unique_keys).raw_decode
     error: InputError | None = None
     at = _after_space(text, 0)
 

@@ -38,7 +38,7 @@ import diskcache  # type: ignore[import-untyped]
 
 from ._cassette import LearnCall
 from ._config import project_root, setting_path
-from ._errors import InputError, UsageError, debugging
+from ._errors import InputError, SystemFailed, UsageError, debugging
 from ._io import display_path, printable
 from ._mcp import FETCH_TOOL, NoPage, no_page_reason, normalise_learn_url
 from ._runs import MANIFEST, Run, find_runs
@@ -113,10 +113,16 @@ def cassettes_root(flag: str | Path | None = None) -> Path:
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
+_SYSTEM_FAILURES = frozenset({sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN,
+                               sqlite3.SQLITE_PERM})
+"""sqlite's primary result codes for the system failing under it (a full disk, an I/O error, a read-only
+or unopenable file): exit 1, as `main()` says the OSError of a full disk; a locked store stays exit 2."""
+
+
 def _store_errors(method: _Method) -> _Method:
     """A `PageStore` method whose store fails says so as our error, naming the store: one it cannot use
-    now (locked by another process, a full disk, no permission: UsageError) or a damaged database
-    (InputError), whenever that shows, on opening or later. (A damaged value: `PageStore._get`.)"""
+    now (locked by another process: UsageError; a full disk, no permission, an I/O error: exit 1, as
+    `main()` says system errors) or a damaged database (InputError), whenever that shows, on opening or later. (A damaged value: `PageStore._get`.)"""
 
     @functools.wraps(method)
     def checked(self: PageStore, *args: Any, **kwargs: Any) -> Any:
@@ -127,7 +133,10 @@ def _store_errors(method: _Method) -> _Method:
                              "process, or cannot be written") from exc
         except (OSError, sqlite3.OperationalError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise UsageError(f"cannot use the page store at {display_path(self.folder)}: {reason}") from exc
+            message = f"cannot use the page store at {display_path(self.folder)}: {reason}"
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _SYSTEM_FAILURES:
+                raise SystemFailed(message) from exc  # as an OSError of a full disk is said: exit 1
+            raise UsageError(message) from exc
         except sqlite3.DatabaseError as exc:
             raise self._damaged(exc) from exc
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -201,7 +201,19 @@ def no_verdict_lines(scores: Scores) -> list[str]:
     groups: dict[tuple[str, str], list[str]] = {}
     for e in no_verdict_errors(scores):
         groups.setdefault((e.file, e.judge_error or "no verdict given"), []).append(e.id)
-    return [f"{file}: {', '.join(ids)} — {error}" for (file, error), ids in groups.items()]
+    lines = [f"{file}: {listed(ids)} — {error}" for (file, error), ids in groups.items()]
+    return lines[:MAX_LISTED] + ([f"... and {len(lines) - MAX_LISTED:,} more files (--json lists every claim)"]
+                                 if len(lines) > MAX_LISTED else [])
+
+
+MAX_LISTED = 50
+"""The most items (claim ids, files) one list of a text or markdown report names; `--json` names all."""
+
+
+def listed(items: Sequence[Any], name: Callable[[Any], str] = str) -> str:
+    """`a, b, c` (each item's `name`), or the first MAX_LISTED and how many more."""
+    more = f", ... and {len(items) - MAX_LISTED:,} more" if len(items) > MAX_LISTED else ""
+    return ", ".join(name(item) for item in items[:MAX_LISTED]) + more
 
 
 def no_verdict_heading(scores: Scores) -> str:
@@ -214,11 +226,15 @@ def unmatched_lines(scores: Scores) -> list[str]:
     lines = []
     if scores.unmatched_gold:
         lines.append(f"{len(scores.unmatched_gold)} gold item(s) have no result (graded as no verdict): "
-                     + ", ".join(f"{u['file']}:{u['id']}" for u in scores.unmatched_gold))
+                     + listed(scores.unmatched_gold, _file_and_id))
     if scores.unmatched_results:
         lines.append(f"{len(scores.unmatched_results)} result(s) have no gold item (not graded): "
-                     + ", ".join(f"{u['file']}:{u['id']}" for u in scores.unmatched_results))
+                     + listed(scores.unmatched_results, _file_and_id))
     return lines
+
+
+def _file_and_id(item: Mapping[str, str]) -> str:
+    return f"{item['file']}:{item['id']}"
 
 
 def gate_lines(decision: GateDecision) -> list[str]:

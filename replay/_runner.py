@@ -632,6 +632,8 @@ def _recorded_at() -> str:
     re-recorded run folder can be byte-identical, manifest included."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     try:
+        if epoch and not (epoch.isascii() and epoch.isdigit()):  # as `date +%s` writes it: not -1, +5, 1_000, " 5"
+            raise ValueError(epoch)
         when = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch else datetime.now(timezone.utc)
     except (ValueError, OverflowError, OSError):  # not a number; a year the calendar cannot hold
         raise UsageError(f"SOURCE_DATE_EPOCH must be whole seconds since 1970 (up to year 9999), not {epoch!r}"

@@ -571,6 +571,8 @@ def _files(paths: Iterable[str | Path]) -> list[Path]:
             )
         elif p.is_file():
             out.append(p)
+        elif p.exists():
+            raise InputError(p, "not a cassette file or a folder of them (a device, a pipe or a socket)")
         else:
             raise InputError(p, "no such file or folder")
     return out

@@ -225,17 +225,18 @@ def test_grade_shows_each_runs_cost_in_every_format(project, capsys):
     (project / "pyproject.toml").write_text('[tool.judge-replay.prices]\nmy-own-model = {input = -1, output = 1}\n')
     assert main(["grade", "runs/v2", "--gold", "gold.json", "--json"]) == 2
     err = capsys.readouterr().err
-    assert "pyproject.toml: [tool.judge-replay] prices.my-own-model.input must be a finite number >= 0" in err
+    assert "pyproject.toml: [tool.judge-replay] prices.my-own-model.input must be a number from 0 to 1,000,000" in err
     assert len(err.strip().splitlines()) == 1
-    # TOML has inf and nan: neither is a price (a cost of NaN would be invalid JSON)
-    for bad in ("inf", "nan", "-inf"):
+    # TOML has inf and nan: neither is a price (a cost of NaN would be invalid JSON); nor is a price so large
+    # that a run's cost is too large for a number (it would show "unknown": a typo, not a price)
+    for bad in ("inf", "nan", "-inf", "1e308", "1000001"):
         (project / "pyproject.toml").write_text(f'[tool.judge-replay.prices]\nmy-own-model = {{input = 1, output = {bad}}}\n')
         assert main(["grade", "runs/v2", "--gold", "gold.json", "--json"]) == 2
         captured = capsys.readouterr()
         assert captured.out == "" and "NaN" not in captured.err and "Traceback" not in captured.err
         assert captured.err.strip().splitlines() == [
-            f"judge-replay: pyproject.toml: [tool.judge-replay] prices.my-own-model.output must be a finite number >= 0, "
-            f"not {float(bad)!r}"]
+            f"judge-replay: pyproject.toml: [tool.judge-replay] prices.my-own-model.output must be a number from 0 to "
+            f"1,000,000 (USD per million tokens), not {float(bad) if '.' in bad or 'e' in bad or 'n' in bad else int(bad)!r}"]
 
 
 def test_a_price_override_reprices_every_command_alike(project, capsys):
@@ -322,3 +323,26 @@ def test_names_spelt_in_another_unicode_form_pair_all_the_same(tmp_path, monkeyp
     scores = json.loads(out)
     assert (scores["tp"], scores["tn"], scores["no_verdict"], scores["precision"], scores["recall"]) == (1, 1, 0, 1.0, 1.0)
     assert "no result" not in err and "no gold item" not in err
+
+
+def test_a_gold_set_far_larger_than_the_run_is_summarised_in_text_and_listed_whole_in_json(project, capsys):
+    # a gold set for a whole knowledge base, graded against a run of one file: 120 gold claims of 60 files
+    # the run never judged. Text and markdown name the first 50 of each list and say how many more; they
+    # adjudicate only what the results hold (a-1, a-3 has no result and no panel); --json lists every one
+    items = [{"file": "docs/a.md", "id": "a-1", "label": "correct"}, {"file": "docs/a.md", "id": "a-3", "label": "wrong"}]
+    items += [{"file": f"docs/x{i // 2}.md", "id": f"x{i}", "label": "correct"} for i in range(120)]
+    write_json(project / "big.json", {"name": "kb", "items": items})
+    assert main(["grade", "runs/v3", "--gold", "big.json"]) == 0
+    text = capsys.readouterr().out
+    assert "121 gold item(s) have no result (graded as no verdict): docs/a.md:a-3, docs/x0.md:x0," in text
+    assert "docs/x24.md:x48, ... and 71 more\n" in text and "x49" not in text.split("without a verdict")[0]
+    assert "  ... and 11 more files (--json lists every claim)" in text  # 61 files without a verdict, 50 named
+    assert "Disagreements with the gold set (122)" in text
+    assert "(121 of them: gold claims the results do not hold, listed above, with nothing more to show)" in text
+    assert "docs/a.md · a-1 — FP" in text and "· a-3 —" not in text and "· x0 —" not in text
+    assert main(["grade", "runs/v3", "--gold", "big.json", "--markdown"]) == 0
+    markdown = capsys.readouterr().out
+    assert "and 71 more" in markdown and "a-1 — FP" in markdown and "· a-3 —" not in markdown
+    assert main(["grade", "runs/v3", "--gold", "big.json", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["unmatched_gold"]) == 121 and len(out["errors"]) == 122 and out["no_verdict"] == 121

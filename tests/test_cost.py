@@ -8,7 +8,7 @@ import math
 import pytest
 
 from replay._cost import (
-    PRICES, CostBudget, TokenUsage, cost_line, cost_usd, format_usd, price_for, price_table, request_estimate_usd,
+    PRICES, CostBudget, Price, TokenUsage, cost_line, cost_usd, format_usd, price_for, price_table, request_estimate_usd,
     results_cost, usage_from_response, with_costs,
 )
 from replay._records import ResultsFile
@@ -54,8 +54,11 @@ def test_overrides_add_models_and_reject_nonsense() -> None:
 
 
 def test_no_cost_is_ever_nan_or_infinite() -> None:
-    # the largest finite price times a huge token count overflows a float: no figure rather than inf
-    table = price_table({"m": {"input": 1e308, "output": 1}})
+    # a price table refuses a price so large that a run's cost would overflow ("unknown": a typo, not a price)
+    with pytest.raises(ValueError, match="prices.m.input must be a number from 0 to 1,000,000"):
+        price_table({"m": {"input": 1e308, "output": 1}})
+    # and should one reach `cost_usd` (the bundled table is code), a figure too large is no figure, never inf
+    table = {"m": Price(1e308, 1, 1e308, 1e308, 1e308)}
     assert cost_usd("m", TokenUsage(input_tokens=10**9), prices=table) is None
     assert cost_usd("m", TokenUsage(input_tokens=10**400), prices=table) is None  # too large for a float at all
     priced = with_costs(_results("m", [{"input_tokens": 10**9}]), batch=False, prices=table)

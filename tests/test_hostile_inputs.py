@@ -161,6 +161,16 @@ CASES = [
     Case("grade gold of the wrong type", GRADE, "gold.json", [put("gold.json", '{"items": {"a": 1}}')]),
     Case("grade gold a folder", GRADE, "gold.json", [remove("gold.json"), folder("gold.json")]),
     Case("grade gold empty", GRADE, "gold.json", [put("gold.json", "\n")]),
+    Case("cassettes audit a device", ["cassettes", "audit", "/dev/null"], "/dev/null: not a cassette file", []),
+    Case("drift --live --cassettes a file", ["drift", "runs/a", "--live", "--cassettes", "gold.json", "--learn-url",
+                                              "http://127.0.0.1:9/api/mcp"], "gold.json: is not a folder", []),
+    Case("grade gold with a key twice", GRADE, "gold.json",
+         [put("gold.json", '{"name": "g", "items": [{"file": "docs/a.md", "id": "a-1", "label": "correct", "label": "wrong"}]}')]),
+    Case("grade results with a key twice in a claim", GRADE, "runs/a/results.json",
+         [put("runs/a/results.json", json.dumps({"files": RESULTS})[:-5] + ', "judge_verdict": "not_grounded"}]}]}')]),
+    Case("judge claims with a key twice", [*JUDGE, "--claims", "bad.json"], "bad.json",
+         [put("bad.json", '{"file": "docs/a.md", "claims": [{"id": "a-1", "claim": "x", "claim_type": "version", '
+                          '"claim": "y"}]}')]),
     Case("grade results nested deeper than the stack", GRADE, "results.json", [put("runs/a/results.json", DEEP)]),
     Case("grade results NaN", GRADE, "results.json", [put("runs/a/results.json", "NaN")]),
     Case("grade results a number", GRADE, "results.json", [put("runs/a/results.json", "42")]),
@@ -417,6 +427,15 @@ def test_a_full_disk_is_one_line_naming_the_file(argv: list[str], full_disk: Pat
     assert not [p.name for p in full_disk.rglob("*.tmp")]  # no temporary file left behind
 
 
+def test_a_page_store_on_a_full_disk_is_the_system_failing_exit_1(full_disk: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """sqlite says "database or disk is full" as an error of its own, not an OSError: still exit 1."""
+    code = main(["pages", "history", URL, "--cassettes", "runs", "--store", "full/store"])
+    err = capsys.readouterr().err
+    assert_one_line(code, err, "full/store", (1,))
+    assert "full" in err.split("full/store", 1)[1]
+
+
 def test_a_read_only_folder_is_one_line_naming_the_file(read_only_folder: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     code = main([*GRADE, "--markdown", "--out", "read-only/report.md"])
@@ -647,3 +666,22 @@ def test_a_cassette_uri_that_is_no_url_is_read_as_itself_not_a_crash(tmp_path, c
     code = main([str(run) if arg == "RUN" else arg for arg in command])
     _, err = capsys.readouterr()
     assert code in (0, 1) and "internal error" not in err
+
+
+@pytest.mark.parametrize("argv", [["diff", "runs/a", "runs/b"], [*GRADE_B, "--json"], BAKEOFF[:-2]],
+                         ids=["diff", "grade", "bakeoff"])
+def test_out_dash_is_standard_output_as_without_out(argv: list[str], project: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) in (0, 1)
+    expected = capsys.readouterr().out
+    assert main([*argv, "--out", "-"]) in (0, 1)
+    assert capsys.readouterr().out == expected != ""
+    assert not (project / "-").exists()
+
+
+def test_judge_out_dash_is_refused_since_standard_output_shows_the_summary(project: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["judge", "--prompt", "v3", "--claims", "claims", "--mode", "live", "--out", "-",
+                 "--learn-url", closed_port_url(), "--anthropic-base-url", closed_port_url().removesuffix("/api/mcp")])
+    assert_one_line(code, capsys.readouterr().err, "--out", (2,))
+    assert not (project / "-").exists()

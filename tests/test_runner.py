@@ -557,7 +557,7 @@ def test_our_secret_echoed_into_a_page_is_hashed_as_stored(workdir: Path, stand_
     assert verify_run(folder).problems == []
 
 
-@pytest.mark.parametrize("epoch", ["yesterday", "99999999999999999999", "253402300800"])
+@pytest.mark.parametrize("epoch", ["yesterday", "99999999999999999999", "253402300800", "-1", "+5", "1_000", " 5", "١٢"])
 def test_a_source_date_epoch_out_of_range_stops_before_any_call(workdir: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 epoch: str) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)

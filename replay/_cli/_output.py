@@ -6,7 +6,7 @@ import io
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import click
 
@@ -28,6 +28,18 @@ def emit_report(out: Path | None, text: str | None, print_rich: Callable[[TextIO
         click.echo(f"wrote {display_path(out)}", err=True)
     else:
         click.echo(text, nl=False)
+
+
+def dash_is_stdout(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """`--out -`: the report on standard output, as without `--out` (a file named `-` is `./-`)."""
+    return None if value is not None and str(value) == "-" else value
+
+
+def no_dash(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """`--out -` where the command's standard output is its summary: refused (a file named `-` is `./-`)."""
+    if value is not None and str(value) == "-":
+        raise click.BadParameter("standard output shows the summary; give a file for the results (a file named - is ./-)")
+    return value
 
 
 def examples(*commands: str) -> str:

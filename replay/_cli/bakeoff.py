@@ -10,7 +10,7 @@ from rich.text import Text
 
 from .._adjudication import adjudication_markdown
 from .._bakeoff import Bakeoff, FlipLine, GateReport, Version, bakeoff_json, run_bakeoff
-from ._output import emit_report
+from ._output import dash_is_stdout, emit_report
 from .._config import project_prices, project_root, setting_path, setting_paths
 from .._cost import PRICES_AS_OF, format_usd
 from .._errors import CheckFailed, UsageError
@@ -137,7 +137,7 @@ Examples:
               help="Output format (default text); html is one self-contained page with a cost chart.")
 @click.option("--json", "as_json", is_flag=True, help="Machine output: versions, scores, gates, flips (--format json).")
 @click.option("--markdown", "as_markdown", is_flag=True, help="Markdown, e.g. for a CI job summary (--format markdown).")
-@click.option("--out", type=click.Path(readable=False, path_type=Path), help="Write the report to FILE instead of stdout.")
+@click.option("--out", callback=dash_is_stdout, type=click.Path(readable=False, path_type=Path), help="Write the report to FILE instead of stdout.")
 def command(
     gold_flag: Path | None, baseline_flag: Path | None, candidate_flags: tuple[Path, ...], out_dir: Path | None,
     no_replay: bool, force: bool, fmt: str | None, as_json: bool, as_markdown: bool, out: Path | None,

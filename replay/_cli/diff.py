@@ -16,6 +16,7 @@ from .._flips import gold_labels
 from .._io import atomic_write_chunks, load_claims, load_gold
 from .._report_flips import html_pieces, json_pieces, markdown_pieces, render_text, write_text
 from .._runs import Run, new_runs_folder
+from ._output import dash_is_stdout
 
 
 def _default_gold() -> Path | None:
@@ -44,7 +45,7 @@ pages, cassettes/v2-demo-2026-09, is found as a sibling folder and says which in
               help="Gold set: mark which side was right (default: [tool.judge-replay] gold, if it exists).")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "html"]), default="text",
               show_default=True)
-@click.option("--out", type=click.Path(readable=False, path_type=str), default=None, help="Write the report to FILE (atomically).")
+@click.option("--out", callback=dash_is_stdout, type=click.Path(readable=False, path_type=str), default=None, help="Write the report to FILE (atomically).")
 @click.option("--with", "with_runs", multiple=True, type=click.Path(readable=False, path_type=str), metavar="RUN",
               help="Another run that can confirm a cause (A's prompt with B's pages, a repeat...). Repeatable.")
 @click.option("--discover/--no-discover", default=True, show_default=True,

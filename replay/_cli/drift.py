@@ -67,7 +67,11 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
     now = datetime.now(timezone.utc)
     if live:
         endpoint = str(setting("learn-url", learn_url, LEARN_MCP_URL))
-        snapshot = record_page_snapshot(old_run, endpoint, cassettes_root(cassettes), now)
+        root = cassettes_root(cassettes)
+        if root.exists() and not root.is_dir():
+            raise InputError(root, "is not a folder: --cassettes (or [tool.judge-replay] cassettes) names the folder "
+                             "drift --live writes its page snapshot in")
+        snapshot = record_page_snapshot(old_run, endpoint, root, now)
         new_run = Run(snapshot)
         index_or_warn([old_run, new_run], store=store)
         against_name = str(snapshot)

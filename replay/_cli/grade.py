@@ -10,9 +10,9 @@ from typing import Any
 import click
 from rich.text import Text
 
-from .._adjudication import adjudicate, adjudication_markdown, adjudication_panels, run_claims
+from .._adjudication import adjudicate, adjudication_markdown, adjudication_panels, run_claims, without_a_result_note
 from .._bakeoff import rerecord_hint, set_frozen, stand_in_notes_for, stand_ins_of
-from ._output import emit_report
+from ._output import dash_is_stdout, emit_report
 from .._config import project_prices, setting_path
 from .._cost import cost_line, run_cost
 from .._errors import UsageError
@@ -140,6 +140,9 @@ def print_grade(file: Any, graded: Graded, gold_path: Path, baseline: Graded | N
     for table in score_tables(s):
         print_table(console, table.rich(), soft_wrap=False)
     console.print(Text(f"Disagreements with the gold set ({len(s.errors)})", style="bold"))
+    left_out = without_a_result_note(s.errors)
+    if left_out is not None:
+        console.print(Text(left_out))
     print_panels(console, adjudication_panels(s.errors))
     if baseline is not None and gate is not None:
         console.print(Text(printable(f"Against baseline {baseline.describe()}"), style="bold"))
@@ -167,7 +170,7 @@ Examples:
               help="Output format (default text).")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--markdown", "as_markdown", is_flag=True, help="Same as --format markdown.")
-@click.option("--out", type=click.Path(readable=False, path_type=Path), help="Write the report to FILE instead of stdout.")
+@click.option("--out", callback=dash_is_stdout, type=click.Path(readable=False, path_type=Path), help="Write the report to FILE instead of stdout.")
 @click.option("--freeze", "freeze", flag_value=True, default=None,
               help="Mark RESULTS frozen (\"frozen\": true in the results file; for a run folder also in "
                    "run.json): the runner will not re-record it and the bake-off will not overwrite it "

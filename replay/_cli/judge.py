@@ -17,7 +17,7 @@ from .._errors import SystemFailed, UsageError
 from .._io import printable
 from .._records import LEARN_MCP_URL, VERDICTS
 from .._runs import Run
-from ._output import examples
+from ._output import examples, no_dash
 
 if TYPE_CHECKING:
     from .._runner import RunResults
@@ -58,7 +58,7 @@ EPILOG = "\n\n".join([
 @click.option("--force", is_flag=True, help="Record over a frozen run.")
 @click.option("--retry-failed", is_flag=True,
               help="Record again only the claims files that failed in --run; keep the others as recorded.")
-@click.option("--out", type=click.Path(dir_okay=False), help="Also write the results JSON here.")
+@click.option("--out", callback=no_dash, type=click.Path(dir_okay=False), help="Also write the results JSON here.")
 @click.option("--no-progress", is_flag=True, help="No progress bar or progress lines.")
 @click.option("--batch", is_flag=True, help="Send the model turns through Message Batches (half price, rounds of "
               "minutes to hours): record or live.")
