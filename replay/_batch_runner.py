@@ -57,7 +57,7 @@ import httpx2
 
 from ._cache_control import Lifetime, lifetime_for, without_breakpoints
 from ._cost import CostBudget, usage_from_response
-from ._errors import ReplayError, SystemFailed, UsageError, debugging
+from ._errors import RecordingFailed, ReplayError, SystemFailed, UsageError, debugging
 from ._io import atomic_write_text, display_path, os_error_about, printable, read_json, system_error_text
 from ._learn import shared_ssl_context
 from ._mcp import STAND_IN_HEADER
@@ -75,6 +75,9 @@ POLL_SCHEDULE = (0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 MAX_POLL_FAILURES = 20
 """Polls in a row that may fail (network, 5xx after the SDK's own retries) before the round fails."""
 _WAIT_STEP = 0.2
+_CLOCK_SKEW_SECONDS = 120.0
+_CREATE_SECONDS = 900.0
+"""How long after its create began an interrupted batch may have been created (`_find_unjournaled`)."""
 _Answer = tuple[int, dict[str, str], bytes]
 """An HTTP answer to a waiting request: status, headers, body."""
 _STATUS_OF_ERROR = {"invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
@@ -82,12 +85,14 @@ _STATUS_OF_ERROR = {"invalid_request_error": 400, "authentication_error": 401, "
                     "api_error": 500, "overloaded_error": 529}
 
 
-def custom_id(claims_file: str, turn: int) -> str:
-    """The batch `custom_id` of a conversation's turn: readable, unique per claims file, within the API's
-    pattern `^[a-zA-Z0-9_-]{1,64}$`."""
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", claims_file).strip("-")[:40] or "file"
-    digest = hashlib.sha256(claims_file.encode("utf-8")).hexdigest()[:8]
-    return f"{slug}-{digest}-t{turn}"
+def custom_id(claims_file: str, turn: int, digest: str) -> str:
+    """The batch `custom_id` of a conversation's turn whose request has `digest` (`request_digest`):
+    readable, unique per claims file, within the API's pattern `^[a-zA-Z0-9_-]{1,64}$`, and ending in the
+    request's digest, so that a result says which request it answers (what lets a resume use a batch it
+    found, not journaled: `BatchRounds._find_unjournaled`)."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", claims_file).strip("-")[:28] or "file"
+    file_digest = hashlib.sha256(claims_file.encode("utf-8")).hexdigest()[:8]
+    return f"{slug}-{file_digest}-t{turn}-{digest[:12]}"
 
 
 def request_digest(params: dict[str, Any]) -> str:
@@ -117,6 +122,10 @@ class BatchJournal:
         """How long each round with new batches took, across resumes (`_cache_control.lifetime_for`)."""
         self.used: set[str] = set()
         """The batches whose results this run read."""
+        self.submitting: dict[str, Any] | None = None
+        """A batch being created (`{"since": epoch seconds, "requests": {custom_id: digest}}`), from just
+        before its create request until its id is journaled: a run killed meanwhile may have paid for a
+        batch whose id it never learnt, which a resume looks for (`BatchRounds._find_unjournaled`)."""
         self._by_digest: dict[str, list[tuple[str, str]]] = {}
         self._lock = threading.Lock()
 
@@ -148,6 +157,10 @@ class BatchJournal:
                                  "start over")
             for batch in batches:
                 journal._index(batch)
+            submitting = data.get("submitting")
+            if isinstance(submitting, dict) and isinstance(submitting.get("since"), (int, float)) and isinstance(
+                    submitting.get("requests"), dict) and submitting["requests"]:
+                journal.submitting = submitting
             run, rounds = data.get("run"), data.get("round_seconds") or []
             journal.run = run if isinstance(run, dict) else None
             journal.round_seconds = [float(r) for r in rounds if isinstance(r, (int, float))] \
@@ -173,10 +186,26 @@ class BatchJournal:
         """The batches whose results the run read, in the order they were submitted."""
         return [str(b["id"]) for b in self.batches if b["id"] in self.used]
 
+    def creating(self, requests: dict[str, str]) -> None:
+        """A batch of these requests (custom_id -> digest) is about to be created (see `submitting`)."""
+        self.submitting = {"since": time.time(), "requests": requests}
+        self._save()
+
+    def not_created(self) -> None:
+        """The batch being created was refused: nothing to look for."""
+        self.submitting = None
+        self._save()
+
     def add(self, batch_id: str, requests: dict[str, str]) -> None:
-        """Journal a batch just submitted; one that could not be saved is not held either."""
+        """Journal a batch just submitted (or found: `BatchRounds._find_unjournaled`); one that could not be
+        saved is not held either."""
         batch = {"id": batch_id, "requests": requests}
-        self._save([*self.batches, batch])
+        was, self.submitting = self.submitting, None
+        try:
+            self._save([*self.batches, batch])
+        except BaseException:
+            self.submitting = was
+            raise
         self._index(batch)
 
     def measured(self, seconds: float) -> None:
@@ -189,6 +218,8 @@ class BatchJournal:
         if self.path is not None:
             data = {"version": 1, "run": self.run, "round_seconds": self.round_seconds,
                     "batches": self.batches if batches is None else batches}
+            if self.submitting is not None:
+                data["submitting"] = self.submitting
             with self._lock:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write_text(self.path, json.dumps(data, indent=1) + "\n")
@@ -265,6 +296,7 @@ class BatchRounds:
         self._thread = threading.Thread(target=self._run, name="batch rounds", daemon=True)
 
     def __enter__(self) -> BatchRounds:
+        self._find_unjournaled()
         self._thread.start()
         return self
 
@@ -295,7 +327,8 @@ class BatchRounds:
         """Queue a Messages request for the next round and wait for its answer (a KeyboardInterrupt
         when the run stops first)."""
         turn = 1 + sum(1 for m in params.get("messages", []) if isinstance(m, dict) and m.get("role") == "assistant")
-        waiting = _Waiting(custom_id(claims_file, turn), params, request_digest(params))
+        digest = request_digest(params)
+        waiting = _Waiting(custom_id(claims_file, turn, digest), params, digest)
         with self._cond:
             self._waiting[waiting.custom_id] = waiting
             self._cond.notify_all()
@@ -307,6 +340,45 @@ class BatchRounds:
                     raise KeyboardInterrupt
         assert waiting.answer is not None
         return waiting.answer
+
+    def _find_unjournaled(self) -> None:
+        """Resume: the batch an interrupted run was creating when it stopped (`BatchJournal.submitting`),
+        whose id it never learnt, is looked for among the workspace's batches (newest first): one of as
+        many requests, created from 2 minutes before that create began (clocks differ) to 15 minutes
+        after. Each found is journaled with the requests it was to hold, so that their results are used,
+        not paid for again; its results answer a request only under that request's custom_id, which ends
+        in the request's digest (`custom_id`), so a batch of someone else's taken by mistake answers
+        nothing (its requests are then submitted in the next round). None found: the create never
+        reached the API, and its requests are submitted as new."""
+        pending = self.journal.submitting
+        if pending is None:
+            return
+        since, requests = float(pending["since"]), {str(k): str(v) for k, v in pending["requests"].items()}
+        journaled = {str(b["id"]) for b in self.journal.batches}
+        found: list[str] = []
+        try:
+            for batch in self._client.messages.batches.list(limit=100):
+                created = batch.created_at.timestamp()
+                if created < since - _CLOCK_SKEW_SECONDS:
+                    break
+                counts = batch.request_counts
+                held = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
+                if batch.id not in journaled and created <= since + _CREATE_SECONDS and held == len(requests):
+                    found.append(batch.id)
+        except anthropic.APIError as exc:
+            said = _api_failure(exc, self.journal)[2]
+            raise RecordingFailed(f"cannot resume yet: the run stopped while it was submitting a batch, which is "
+                                  f"looked for among the workspace's batches, and {said}; resume again when the "
+                                  "API answers") from exc
+        try:
+            for batch_id in reversed(found):  # in the order they were created
+                self.journal.add(batch_id, requests)
+                print(f"judge-replay: batch {batch_id} was being submitted when the run stopped: its results are "
+                      "used, not paid for again", file=sys.stderr)
+            if not found:
+                self.journal.not_created()
+        except (OSError, ReplayError) as exc:
+            raise self._journal_failed(exc) from exc
 
     # ------------------------------------------------------------------ the rounds thread
 
@@ -393,9 +465,20 @@ class BatchRounds:
         for w in [*new, None]:
             entry_size = len(json.dumps(w.params)) if w is not None else 0
             if chunk and (w is None or len(chunk) >= MAX_BATCH_REQUESTS or size + entry_size > MAX_BATCH_BYTES):
-                raw = self._client.messages.batches.with_raw_response.create(
-                    requests=[{"custom_id": c.custom_id, "params": c.params} for c in chunk]  # type: ignore[typeddict-item]
-                )
+                try:
+                    self.journal.creating({c.custom_id: c.digest for c in chunk})
+                except (OSError, ReplayError) as exc:
+                    raise self._journal_failed(exc) from exc
+                try:
+                    raw = self._client.messages.batches.with_raw_response.create(
+                        requests=[{"custom_id": c.custom_id, "params": c.params} for c in chunk]  # type: ignore[typeddict-item]
+                    )
+                except anthropic.APIStatusError:  # refused: no batch (a connection lost may have made one)
+                    try:
+                        self.journal.not_created()
+                    except (OSError, ReplayError):
+                        pass  # a resume looks for the batch, and finds none
+                    raise
                 self.stand_in = self.stand_in or bool(raw.headers.get(STAND_IN_HEADER))
                 batch = raw.parse()
                 try:

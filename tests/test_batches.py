@@ -98,11 +98,16 @@ def test_errored_and_expired_entries_are_resubmitted(workdir: Path, demo_learn: 
         assert judge_demo(demo_learn, model, "batch", "--batch") == 0, capsys.readouterr().err
         log = list(model.app.batches.log)
     submitted = Counter(s.custom_id for s in log)
+
+    def first_turn(file: str) -> str:  # a custom_id ends in its request's digest: the one first turn of the file
+        (cid,) = {c for c in submitted if c.startswith(custom_id(file, 1, ""))}
+        return cid
+
     for file in ("docs/evaluation.md", "docs/quotas-and-limits.md"):
-        first = custom_id(file, 1)
+        first = first_turn(file)
         assert submitted[first] == 2, f"{first} should be submitted, fail on purpose, and be submitted again"
         assert len({s.params_sha256 for s in log if s.custom_id == first}) == 1  # the same request again
-    assert submitted[custom_id("docs/azure-openai-models.md", 1)] == 1
+    assert submitted[first_turn("docs/azure-openai-models.md")] == 1
     results = verdicts(workdir / "batch")
     assert all(v[4] is None for v in results.values())
     assert main(["cassettes", "verify", "batch"]) == 0, capsys.readouterr().out
@@ -170,6 +175,43 @@ def test_an_interrupted_batch_run_resumes_without_submitting_anything_twice(
     assert len(log) > len(first_round)  # the resumed run went on with later turns
     manifest = json.loads((workdir / "batch" / "run.json").read_text("utf-8"))
     assert manifest["batch_ids"][0] == first_round[0].batch_id  # the interrupted run's batch is the run's first
+    assert not journal.exists()
+    assert main(["cassettes", "verify", "batch"]) == 0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
+def test_a_run_stopped_while_its_batch_was_being_created_finds_that_batch_on_resume(
+        workdir: Path, demo_learn: Any, stop: signal.Signals, capsys: Any) -> None:
+    # the stand-in creates the batch, then answers the create 3 s later: the run is stopped meanwhile, so
+    # it never learns the batch's id. The resume finds it among the workspace's batches (one of as many
+    # requests, created just after the create began) and uses its results: nothing is submitted twice
+    with start_model(batch_settings=BatchSettings(delay=0.2, create_answer_delay=3.0)) as model:
+        args = ["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--run", "batch", "--mode", "record",
+                "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch"]
+        proc = subprocess.Popen([*CLI, *args], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env={**os.environ, "PYTHONPATH": str(REPO)})
+        journal = journal_path(workdir / "batch")
+        deadline = time.monotonic() + 60
+        while not model.app.batches.log and proc.poll() is None:
+            assert time.monotonic() < deadline, "the batch run never submitted its first batch"
+            time.sleep(0.02)
+        kept = json.loads(journal.read_text("utf-8"))  # journaled before the create was sent
+        assert kept["batches"] == [] and len(kept["submitting"]["requests"]) == len(model.app.batches.log)
+        proc.send_signal(stop)
+        _, err = proc.communicate(timeout=60)
+        assert "Traceback" not in err.decode(), err.decode()
+        first = model.app.batches.log[0].batch_id
+        if stop == signal.SIGKILL:
+            assert json.loads(journal.read_text("utf-8"))["batches"] == []  # its id never reached the journal
+        assert main([*args, "--resume"]) == 0, capsys.readouterr().err
+        said = capsys.readouterr().err
+        log = list(model.app.batches.log)
+        # one batch of someone else's, of another size, created meanwhile, is not taken for it
+    if stop == signal.SIGKILL:
+        assert f"batch {first} was being submitted when the run stopped: its results are used" in said
+    submitted = Counter((s.custom_id, s.params_sha256) for s in log)
+    assert [entry for entry, n in submitted.items() if n > 1] == []
+    assert json.loads((workdir / "batch" / "run.json").read_text("utf-8"))["batch_ids"][0] == first
     assert not journal.exists()
     assert main(["cassettes", "verify", "batch"]) == 0, capsys.readouterr().out
 

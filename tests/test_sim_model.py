@@ -349,3 +349,25 @@ def test_cli_logs_requests_only_when_verbose():
         logged = [line for line in err.splitlines() if line.startswith("model stand-in:")]
         assert len(logged) == lines, err
         assert err.strip().splitlines()[-1] == "judge-replay Messages API stand-in stopped."
+
+
+def test_the_batch_list_pages_newest_first_as_the_api_does() -> None:
+    # GET /v1/messages/batches through the real SDK: newest first, `limit` per page, `after_id` / `before_id`
+    # cursors, `has_more`; the SDK's auto-paging reads every page; a limit outside 1..1000 is a 400
+    params = {"model": "claude-sonnet-5-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    with start_model() as model:
+        client = anthropic.Anthropic(api_key="sk-ant-test", base_url=model.url, max_retries=0)
+        ids = [client.messages.batches.create(requests=[{"custom_id": f"c{n}", "params": params}]).id  # type: ignore[list-item]
+               for n in range(5)]
+        page = client.messages.batches.list(limit=2)
+        assert [b.id for b in page.data] == ids[::-1][:2] and page.has_more and page.last_id == ids[3]
+        assert [b.id for b in client.messages.batches.list(limit=2)] == ids[::-1]  # every page, in order
+        last = client.messages.batches.list(limit=2, after_id=ids[1])
+        assert [b.id for b in last.data] == [ids[0]] and not last.has_more
+        assert [b.id for b in client.messages.batches.list(limit=2, before_id=ids[1]).data] == [ids[3], ids[2]]
+        listed = client.messages.batches.list(limit=1).data[0]
+        counts = listed.request_counts
+        assert counts.processing + counts.succeeded + counts.errored + counts.expired + counts.canceled == 1
+        assert listed.created_at.tzinfo is not None
+        with pytest.raises(anthropic.BadRequestError, match="limit"):
+            client.messages.batches.list(limit=1001)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +24,13 @@ class StandInServer(ThreadingHTTPServer):
         self.app = app
         self.log = log
         super().__init__(("127.0.0.1", port), handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away before its answer was written (killed, timed out) is what a real server
+        sees every day, not an error to print a traceback for; anything else is printed as socketserver does."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class StandInHandler(BaseHTTPRequestHandler):

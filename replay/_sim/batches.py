@@ -1,6 +1,7 @@
 """The model stand-in's Message Batches endpoints and its deterministic prompt-cache accounting.
 
-Batches (`POST /v1/messages/batches`, `GET .../{id}`, `GET .../{id}/results`, `POST .../{id}/cancel`):
+Batches (`POST /v1/messages/batches`, `GET /v1/messages/batches` (newest first, `limit`, `before_id`,
+`after_id`), `GET .../{id}`, `GET .../{id}/results`, `POST .../{id}/cancel`):
 each entry is answered by the same policy as a direct `POST /v1/messages` (`model.respond`) once the
 batch has been processing for `BatchSettings.delay` seconds; results are JSONL in an order of their own
 (sorted by a hash of the custom_id), as the real API does not keep request order. On purpose, an entry
@@ -26,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from .._cache_control import strip_cache_control, without_breakpoints
 
@@ -147,6 +148,9 @@ class BatchSettings:
     """Entries whose custom_id contains this text are errored the first time they are submitted."""
     expired: str | None = None
     """Entries whose custom_id contains this text are expired the first time they are submitted."""
+    create_answer_delay: float = 0.0
+    """Seconds the answer to a create waits after the batch was created (a slow network: what a client
+    killed meanwhile never learns the id of)."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +196,10 @@ class BatchApp:
     def get(self, batch_id: str) -> _Batch | None:
         with self._lock:
             return self._batches.get(batch_id)
+
+    def newest_first(self) -> list[_Batch]:
+        with self._lock:
+            return list(reversed(self._batches.values()))
 
     def fault(self, custom_id: str) -> str | None:
         """`errored` or `expired` when this entry is to fail on purpose (first submission only)."""
@@ -300,6 +308,33 @@ def _batch_object(handler: ModelHandler, batch: _Batch) -> dict[str, Any]:
     }
 
 
+def _batch_page(handler: ModelHandler, query: dict[str, list[str]]) -> dict[str, Any]:
+    """`GET /v1/messages/batches`: a page of batches, newest first, as the API lists them (`limit` 1 to
+    1000, default 20; `after_id`: the page after that batch, `before_id`: the page before it)."""
+    from .model import ApiError
+
+    try:
+        limit = int(query.get("limit", ["20"])[-1])
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= 1000:
+        raise ApiError(400, "invalid_request_error", "limit: Input should be between 1 and 1000")
+    ids = [b.id for b in handler.app.batches.newest_first()]
+    after, before = query.get("after_id", [None])[-1], query.get("before_id", [None])[-1]
+    for cursor in (after, before):
+        if cursor is not None and cursor not in ids:
+            raise ApiError(400, "invalid_request_error", f"no message batch {cursor!r} to page from")
+    if before is not None:
+        end = ids.index(before)
+        chosen, more = ids[max(0, end - limit):end], end - limit > 0
+    else:
+        start = ids.index(after) + 1 if after is not None else 0
+        chosen, more = ids[start:start + limit], start + limit < len(ids)
+    batches = [handler.app.batches.get(batch_id) for batch_id in chosen]
+    return {"data": [_batch_object(handler, b) for b in batches if b is not None], "has_more": more,
+            "first_id": chosen[0] if chosen else None, "last_id": chosen[-1] if chosen else None}
+
+
 def _reply_json(handler: ModelHandler, value: dict[str, Any], request_id: str) -> None:
     handler.reply(200, json.dumps(value, ensure_ascii=False), "application/json", {"request-id": request_id})
 
@@ -319,7 +354,10 @@ def serve_batches(handler: ModelHandler) -> None:
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise ApiError(400, "invalid_request_error", f"The request body is not valid JSON: {exc}") from exc
             created = handler.app.batches.create(body, _validate_create(value))
+            time.sleep(handler.app.batches.settings.create_answer_delay)
             return _reply_json(handler, _batch_object(handler, created), request_id)
+        if handler.command == "GET" and parts == [""]:
+            return _reply_json(handler, _batch_page(handler, parse_qs(urlsplit(handler.path).query)), request_id)
         batch = handler.app.batches.get(parts[0]) if parts[0] else None
         if batch is None:
             raise ApiError(404, "not_found_error", f"Not found: message batch {parts[0]!r}")
