@@ -61,6 +61,7 @@ from ._errors import RecordingFailed, ReplayError, SystemFailed, UsageError, deb
 from ._io import atomic_write_text, display_path, os_error_about, printable, read_json, system_error_text
 from ._learn import shared_ssl_context
 from ._mcp import STAND_IN_HEADER
+from ._recorder import is_transient
 from ._runfolder import STAGING_FOLDER
 
 MAX_CONVERSATIONS = 500
@@ -75,6 +76,17 @@ POLL_SCHEDULE = (0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 MAX_POLL_FAILURES = 20
 """Polls in a row that may fail (network, 5xx after the SDK's own retries) before the round fails."""
 _WAIT_STEP = 0.2
+_CREATE_ATTEMPTS = 8
+"""Sends of one batch create, or reads of one batch's results, in all, `_backoff` apart (about 90 s: an
+API overloaded for a minute does not fail the round). Not the SDK's retries: they cannot look for a
+batch made by a create whose answer was lost before they send it again."""
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds to wait after failed attempt number `attempt`: 1, 2, 4, 8, 16, then 30."""
+    return min(30.0, 2.0 ** (attempt - 1))
+
+
 _CLOCK_SKEW_SECONDS = 120.0
 _CREATE_SECONDS = 900.0
 """How long after its create began an interrupted batch may have been created (`_find_unjournaled`)."""
@@ -290,6 +302,10 @@ class BatchRounds:
         self._error: BaseException | None = None
         self._results: dict[str, dict[str, dict[str, Any]]] = {}
         """Batch id -> custom_id -> result, for every batch whose results were read."""
+        self._unknown: set[str] = set()
+        """Journaled batches the API does not know (`_gone`): none of the run's."""
+        self._in_flight: set[str] = set()
+        """Batches created whose results are not read yet."""
         self.round_seconds = journal.round_seconds
         self.rounds = 0
         self.stand_in = False
@@ -306,6 +322,10 @@ class BatchRounds:
         if isinstance(self._error, SystemFailed) and (kind is None or not issubclass(kind, SystemFailed)):
             # the run ends another way (Ctrl-C): what the rounds stopped on names a batch, say it still
             print(f"judge-replay: {printable(str(self._error))}", file=sys.stderr)
+        if self.journal.path is None:  # no journal (a live run without --run): nothing could resume these
+            for batch_id in sorted(self._in_flight):
+                print(f"judge-replay: batch {batch_id} had not ended when the run stopped, and a run without --run "
+                      f"keeps no journal to resume it from, {self._cancel_unkept(batch_id)}", file=sys.stderr)
 
     def stop(self) -> None:
         """End the rounds (Ctrl-C, or the run is over); waiting conversations are interrupted."""
@@ -353,25 +373,16 @@ class BatchRounds:
         pending = self.journal.submitting
         if pending is None:
             return
-        since, requests = float(pending["since"]), {str(k): str(v) for k, v in pending["requests"].items()}
-        journaled = {str(b["id"]) for b in self.journal.batches}
-        found: list[str] = []
+        requests = {str(k): str(v) for k, v in pending["requests"].items()}
         try:
-            for batch in self._client.messages.batches.list(limit=100):
-                created = batch.created_at.timestamp()
-                if created < since - _CLOCK_SKEW_SECONDS:
-                    break
-                counts = batch.request_counts
-                held = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
-                if batch.id not in journaled and created <= since + _CREATE_SECONDS and held == len(requests):
-                    found.append(batch.id)
+            found = self._created_batches(len(requests), float(pending["since"]))
         except anthropic.APIError as exc:
             said = _api_failure(exc, self.journal)[2]
             raise RecordingFailed(f"cannot resume yet: the run stopped while it was submitting a batch, which is "
                                   f"looked for among the workspace's batches, and {said}; resume again when the "
                                   "API answers") from exc
         try:
-            for batch_id in reversed(found):  # in the order they were created
+            for batch_id in found:
                 self.journal.add(batch_id, requests)
                 print(f"judge-replay: batch {batch_id} was being submitted when the run stopped: its results are "
                       "used, not paid for again", file=sys.stderr)
@@ -379,6 +390,22 @@ class BatchRounds:
                 self.journal.not_created()
         except (OSError, ReplayError) as exc:
             raise self._journal_failed(exc) from exc
+
+    def _created_batches(self, requests: int, since: float) -> list[str]:
+        """The workspace's batches, not journaled, of `requests` requests, created from `_CLOCK_SKEW_SECONDS`
+        before `since` (epoch seconds: when their create began) to `_CREATE_SECONDS` after, oldest first:
+        what a create whose answer never came may have made. Raises the API's error."""
+        journaled = {str(b["id"]) for b in self.journal.batches}
+        found: list[str] = []
+        for batch in self._client.messages.batches.list(limit=100):  # newest first, page after page
+            created = batch.created_at.timestamp()
+            if created < since - _CLOCK_SKEW_SECONDS:
+                break
+            counts = batch.request_counts
+            held = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
+            if batch.id not in journaled and created <= since + _CREATE_SECONDS and held == requests:
+                found.append(batch.id)
+        return found[::-1]
 
     # ------------------------------------------------------------------ the rounds thread
 
@@ -429,7 +456,8 @@ class BatchRounds:
         batches = {**from_journal, **submitted}
         for batch_id in batches:
             self._wait_for(batch_id, len(batches[batch_id]))
-            self.journal.used.add(batch_id)
+            if batch_id not in self._unknown:
+                self.journal.used.add(batch_id)
         if submitted:
             try:
                 self.journal.measured(time.monotonic() - started)
@@ -465,34 +493,70 @@ class BatchRounds:
         for w in [*new, None]:
             entry_size = len(json.dumps(w.params)) if w is not None else 0
             if chunk and (w is None or len(chunk) >= MAX_BATCH_REQUESTS or size + entry_size > MAX_BATCH_BYTES):
-                try:
-                    self.journal.creating({c.custom_id: c.digest for c in chunk})
-                except (OSError, ReplayError) as exc:
-                    raise self._journal_failed(exc) from exc
-                try:
-                    raw = self._client.messages.batches.with_raw_response.create(
-                        requests=[{"custom_id": c.custom_id, "params": c.params} for c in chunk]  # type: ignore[typeddict-item]
-                    )
-                except anthropic.APIStatusError:  # refused: no batch (a connection lost may have made one)
-                    try:
-                        self.journal.not_created()
-                    except (OSError, ReplayError):
-                        pass  # a resume looks for the batch, and finds none
-                    raise
-                self.stand_in = self.stand_in or bool(raw.headers.get(STAND_IN_HEADER))
-                batch = raw.parse()
-                try:
-                    self.journal.add(batch.id, {c.custom_id: c.digest for c in chunk})
-                except (OSError, ReplayError) as exc:
-                    raise self._journal_failed(exc, unkept=batch.id) from exc
+                batch_id = self._create(chunk)
                 for c in chunk:
                     c.attempts += 1
-                out[batch.id] = chunk
+                out[batch_id] = chunk
                 chunk, size = [], 0
             if w is not None:
                 chunk.append(w)
                 size += entry_size
         return out
+
+    def _create(self, chunk: list[_Waiting]) -> str:
+        """Create one batch of these requests and journal its id; returns it. The requests are journaled
+        first (`BatchJournal.creating`). A create whose answer is lost (a connection error, a timeout) may
+        have made the batch: it is looked for (`_created_batches`) before the create is sent again, so
+        that a retry never pays twice; a refusal that is worth retrying (408, 409, 429, 5xx) is retried as
+        the SDK would, `_CREATE_ATTEMPTS` times in all."""
+        requests = {c.custom_id: c.digest for c in chunk}
+        try:
+            self.journal.creating(requests)
+        except (OSError, ReplayError) as exc:
+            raise self._journal_failed(exc) from exc
+        since = float(self.journal.submitting["since"]) if self.journal.submitting else time.time()
+        client = self._client.with_options(max_retries=0)
+        for attempt in range(1, _CREATE_ATTEMPTS + 1):
+            try:
+                raw = client.messages.batches.with_raw_response.create(
+                    requests=[{"custom_id": c.custom_id, "params": c.params} for c in chunk]  # type: ignore[typeddict-item]
+                )
+            except anthropic.APIConnectionError:  # the create may have reached the API: look before sending it again
+                if attempt == _CREATE_ATTEMPTS:
+                    raise  # the journal keeps the requests: a resume looks for the batch
+                self._pause(_backoff(attempt))
+                try:
+                    found = self._created_batches(len(chunk), since)
+                except anthropic.APIConnectionError:
+                    continue
+                if found:
+                    self._in_flight.update(found)
+                    self._journal_added(found, requests)
+                    return found[-1]
+                continue
+            except anthropic.APIStatusError as exc:  # refused: no batch was made
+                if attempt < _CREATE_ATTEMPTS and is_transient(exc.status_code):
+                    self._pause(_backoff(attempt))
+                    continue
+                try:
+                    self.journal.not_created()
+                except (OSError, ReplayError):
+                    pass  # a resume looks for the batch, and finds none
+                raise
+            self.stand_in = self.stand_in or bool(raw.headers.get(STAND_IN_HEADER))
+            batch_id = raw.parse().id
+            self._in_flight.add(batch_id)
+            self._journal_added([batch_id], requests)
+            return batch_id
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _journal_added(self, batch_ids: list[str], requests: dict[str, str]) -> None:
+        """Journal batches of these requests; one it cannot keep is canceled, and the run stops."""
+        for batch_id in batch_ids:
+            try:
+                self.journal.add(batch_id, requests)
+            except (OSError, ReplayError) as exc:
+                raise self._journal_failed(exc, unkept=batch_id) from exc
 
     def _journal_failed(self, exc: OSError | ReplayError, unkept: str | None = None) -> SystemFailed:
         """The error that stops the run when the journal cannot be written (a full disk): the journal and
@@ -546,6 +610,8 @@ class BatchRounds:
             try:
                 raw = self._client.messages.batches.with_raw_response.retrieve(batch_id)
                 failures = 0
+            except anthropic.NotFoundError:
+                return self._gone(batch_id)
             except (anthropic.APIConnectionError, anthropic.InternalServerError):
                 failures += 1  # the batch goes on processing on Anthropic's side: poll again, a while
                 if failures >= MAX_POLL_FAILURES:
@@ -565,13 +631,48 @@ class BatchRounds:
             if batch.processing_status == "ended":
                 break
             self._pause(POLL_SCHEDULE[min(poll, len(POLL_SCHEDULE) - 1)])
-        results: dict[str, dict[str, Any]] = {}
-        with self._client.messages.batches.with_streaming_response.results(batch_id) as response:
-            for text in response.iter_lines():
-                if text.strip():
-                    line_ = json.loads(text)
-                    results[str(line_.get("custom_id"))] = line_.get("result") or {}
-        self._results[batch_id] = results
+        try:
+            self._results[batch_id] = self._read_results(batch_id)
+        except anthropic.NotFoundError:
+            self._gone(batch_id)
+        self._in_flight.discard(batch_id)
+
+    def _gone(self, batch_id: str) -> None:
+        """A journaled batch the API does not know, or whose results it no longer has (deleted, older than
+        29 days, another workspace's): it answers nothing, so its requests are submitted again in the next
+        round (a resume that only waited for it would fail the same way every time)."""
+        self._results[batch_id] = {}
+        self._unknown.add(batch_id)
+        print(f"judge-replay: batch {batch_id} is not known to the API, or its results are gone (deleted, older than "
+              "29 days, or of another workspace): its requests are submitted again", file=sys.stderr)
+
+    def _read_results(self, batch_id: str) -> dict[str, dict[str, Any]]:
+        """An ended batch's results (custom_id -> result), read again from the start when the download
+        fails on the way (results are kept 29 days): `_CREATE_ATTEMPTS` reads in all, `_backoff` apart."""
+        client = self._client.with_options(max_retries=0)
+        for attempt in itertools.count(1):
+            results: dict[str, dict[str, Any]] = {}
+            try:
+                with client.messages.batches.with_streaming_response.results(batch_id) as response:
+                    for text in response.iter_lines():
+                        if text.strip():
+                            line_ = json.loads(text)
+                            results[str(line_.get("custom_id"))] = line_.get("result") or {}
+                return results
+            except (anthropic.APIConnectionError, httpx2.TransportError, json.JSONDecodeError) as exc:
+                failed: Exception = exc  # a download cut on the way: a connection error, or half a line
+            except anthropic.APIStatusError as exc:
+                if not is_transient(exc.status_code):
+                    raise
+                failed = exc
+            if attempt >= _CREATE_ATTEMPTS:
+                if isinstance(failed, anthropic.APIError):
+                    raise failed
+                raise anthropic.APIConnectionError(  # said as the API failing, as for the other calls of a round
+                    message=f"the results of batch {batch_id} could not be read ({type(failed).__name__}: {failed})",
+                    request=httpx2.Request("GET", f"{client.base_url}v1/messages/batches/{batch_id}/results")) from failed
+            self._pause(_backoff(attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _pause(self, seconds: float) -> None:
         """Wait between two polls; `_Stopped` when the run stops meanwhile."""

@@ -256,3 +256,88 @@ def test_the_cache_lifetime_of_a_resumed_run_rests_on_the_round_times_it_measure
     for rounds, lifetime in (([30.0], "5m"), ([700.0], "1h"), ([2000.0], None)):
         journal.write_text(json.dumps({"version": 1, "round_seconds": rounds, "batches": []}), "utf-8")
         assert ModelRoute.batched(workdir / "batch", resume=True).lifetime() == lifetime
+
+
+def test_a_batch_create_whose_answer_is_lost_is_looked_for_not_sent_again(
+        workdir: Path, demo_learn: Any, capsys: Any) -> None:
+    # the stand-in makes the first batch, then closes the connection without an answer: the SDK would send
+    # the create again (a second batch, paid for twice, its id never seen). The runner looks for the batch
+    # among the workspace's batches before sending it again, finds it, and uses it
+    with start_model(batch_settings=BatchSettings(delay=0.2, lost_create_answers=1)) as model:
+        assert judge_demo(demo_learn, model, "batch", "--batch") == 0, capsys.readouterr().err
+        log = list(model.app.batches.log)
+        batches = model.app.batches.newest_first()
+    submitted = Counter((s.custom_id, s.params_sha256) for s in log)
+    assert [entry for entry, n in submitted.items() if n > 1] == []
+    manifest = json.loads((workdir / "batch" / "run.json").read_text("utf-8"))
+    assert sorted(manifest["batch_ids"]) == sorted(b.id for b in batches)  # every batch made is the run's
+    assert log[0].batch_id in manifest["batch_ids"]  # the one whose answer was lost
+    assert main(["cassettes", "verify", "batch"]) == 0, capsys.readouterr().out
+
+
+def test_an_overloaded_create_and_a_results_download_cut_half_way_are_retried_not_failed(
+        workdir: Path, demo_learn: Any, capsys: Any) -> None:
+    # the first two creates are answered 529 (no batch made) and the first results download stops half-way:
+    # the round waits and tries again (results are kept 29 days), every file gets its verdicts, nothing twice
+    faults = BatchSettings(delay=0.2, overloaded_creates=2, cut_results=1)
+    with start_model(batch_settings=faults) as model:
+        assert judge_demo(demo_learn, model, "batch", "--batch") == 0, capsys.readouterr().err
+        log = list(model.app.batches.log)
+        times = dict(model.app.batches._times)
+    assert times["overloaded"] > 2 and times["cut"] > 1  # both faults were met, and got past
+    submitted = Counter((s.custom_id, s.params_sha256) for s in log)
+    assert [entry for entry, n in submitted.items() if n > 1] == []
+    assert all(v[4] is None and v[0] is not None for v in verdicts(workdir / "batch").values())
+    assert main(["cassettes", "verify", "batch"]) == 0, capsys.readouterr().out
+
+
+def test_a_journaled_batch_the_api_does_not_know_is_submitted_again_not_waited_for_forever(
+        workdir: Path, demo_learn: Any, capsys: Any) -> None:
+    # a resume whose journal names a batch the API no longer knows (results older than 29 days, another
+    # workspace): every resume failed on its 404 before, and only deleting the journal (paying again for
+    # every batch still valid) got out. Now that batch's requests are submitted again, and said so
+    with start_model(batch_settings=BatchSettings(delay=30)) as model:
+        args = ["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--run", "batch", "--mode", "record",
+                "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch"]
+        proc = subprocess.Popen([*CLI, *args], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env={**os.environ, "PYTHONPATH": str(REPO)})
+        journal = journal_path(workdir / "batch")
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and not (journal.is_file() and json.loads(journal.read_text("utf-8"))["batches"]):
+            assert time.monotonic() < deadline, "the batch run never journaled its first batch"
+            time.sleep(0.05)
+        proc.kill()
+        proc.communicate(timeout=60)
+        kept = json.loads(journal.read_text("utf-8"))
+        kept["batches"][0]["id"] = "msgbatch_gone"
+        journal.write_text(json.dumps(kept), "utf-8")
+        model.app.batches.settings = BatchSettings(delay=0.2)
+        assert main([*args, "--resume"]) == 0
+        said = capsys.readouterr().err
+    assert "batch msgbatch_gone is not known to the API, or its results are gone" in said
+    manifest = json.loads((workdir / "batch" / "run.json").read_text("utf-8"))
+    assert "msgbatch_gone" not in manifest["batch_ids"] and manifest["batch_ids"]
+    assert all(v[4] is None for v in verdicts(workdir / "batch").values())
+
+
+def test_a_live_batch_run_without_a_run_folder_cancels_and_names_its_batch_when_stopped(
+        workdir: Path, demo_learn: Any) -> None:
+    # `--mode live --batch` without --run keeps no journal: a batch still running when it is stopped could
+    # never be resumed, and would be billed unused. It is canceled, and named
+    with start_model(batch_settings=BatchSettings(delay=60)) as model:
+        args = ["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--mode", "live", "--out", "r.json",
+                "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch"]
+        proc = subprocess.Popen([*CLI, *args], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env={**os.environ, "PYTHONPATH": str(REPO), "ANTHROPIC_API_KEY": "sk-ant-test-live"})
+        deadline = time.monotonic() + 60
+        while not model.app.batches.log and proc.poll() is None:
+            assert time.monotonic() < deadline, "the batch run never submitted its first batch"
+            time.sleep(0.05)
+        time.sleep(0.5)  # its id is back
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        [batch] = model.app.batches.newest_first()
+    said = err.decode()
+    assert proc.returncode == 130 and "Traceback" not in said, said
+    assert f"batch {batch.id} had not ended when the run stopped" in said and "cancellation was asked for" in said
+    assert batch.cancel_at is not None

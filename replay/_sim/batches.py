@@ -151,6 +151,13 @@ class BatchSettings:
     create_answer_delay: float = 0.0
     """Seconds the answer to a create waits after the batch was created (a slow network: what a client
     killed meanwhile never learns the id of)."""
+    lost_create_answers: int = 0
+    """How many creates (the first ones) make their batch, then close the connection without an answer
+    (a connection lost on the way back: the client cannot tell whether the batch was made)."""
+    overloaded_creates: int = 0
+    """How many creates (the first ones) are answered 529 `overloaded_error`, making no batch."""
+    cut_results: int = 0
+    """How many results downloads (the first ones) stop half-way: the connection closes mid-body."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +188,7 @@ class BatchApp:
     log: list[Submitted] = field(default_factory=list)
     _batches: dict[str, _Batch] = field(default_factory=dict)
     _faulted: set[tuple[str, str]] = field(default_factory=set)
+    _times: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def create(self, body: bytes, requests: list[tuple[str, dict[str, Any]]]) -> _Batch:
@@ -192,6 +200,16 @@ class BatchApp:
                 sha = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()
                 self.log.append(Submitted(batch.id, custom_id, sha))
         return batch
+
+    def lose_this_answer(self) -> bool:
+        """Whether the answer to the create just made is to be lost (`BatchSettings.lost_create_answers`)."""
+        return self._count("lost", self.settings.lost_create_answers)
+
+    def _count(self, fault: str, first: int) -> bool:
+        """Whether this is one of the `first` times of `fault` (counted)."""
+        with self._lock:
+            self._times[fault] = self._times.get(fault, 0) + 1
+            return self._times[fault] <= first
 
     def get(self, batch_id: str) -> _Batch | None:
         with self._lock:
@@ -308,6 +326,17 @@ def _batch_object(handler: ModelHandler, batch: _Batch) -> dict[str, Any]:
     }
 
 
+def _reply_cut(handler: ModelHandler, body: bytes) -> None:
+    """A 200 whose body stops half-way (its Content-Length promises all of it), then the connection closes."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/binary")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body[: len(body) // 2])
+    handler.wfile.flush()
+    handler.close_connection = True
+
+
 def _batch_page(handler: ModelHandler, query: dict[str, list[str]]) -> dict[str, Any]:
     """`GET /v1/messages/batches`: a page of batches, newest first, as the API lists them (`limit` 1 to
     1000, default 20; `after_id`: the page after that batch, `before_id`: the page before it)."""
@@ -353,7 +382,13 @@ def serve_batches(handler: ModelHandler) -> None:
                 value = json.loads(body)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise ApiError(400, "invalid_request_error", f"The request body is not valid JSON: {exc}") from exc
-            created = handler.app.batches.create(body, _validate_create(value))
+            requests = _validate_create(value)
+            if handler.app.batches._count("overloaded", handler.app.batches.settings.overloaded_creates):
+                raise ApiError(529, "overloaded_error", "Overloaded (judge-replay model stand-in: on purpose)")
+            created = handler.app.batches.create(body, requests)
+            if handler.app.batches.lose_this_answer():
+                handler.close_connection = True  # no answer at all: the client sees the connection close
+                return None
             time.sleep(handler.app.batches.settings.create_answer_delay)
             return _reply_json(handler, _batch_object(handler, created), request_id)
         if handler.command == "GET" and parts == [""]:
@@ -372,6 +407,8 @@ def serve_batches(handler: ModelHandler) -> None:
             if _batch_object(handler, batch)["processing_status"] != "ended" or batch.results is None:
                 raise ApiError(400, "invalid_request_error", f"Batch {batch.id} has not ended: no results yet")
             lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in batch.results)
+            if handler.app.batches._count("cut", handler.app.batches.settings.cut_results):
+                return _reply_cut(handler, lines.encode("utf-8"))
             return handler.reply(200, lines, "application/binary", {"request-id": request_id})
         raise ApiError(404, "not_found_error", f"Not found: {handler.command} {path}")
     except ApiError as err:
