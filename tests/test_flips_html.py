@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,10 +31,56 @@ def chromium() -> str:
     pytest.skip("chromium is not installed (set JUDGE_REPLAY_REQUIRE_CHROMIUM to make this a failure)")
 
 
+QUIET = ("--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+         "--no-default-browser-check", "--disable-default-apps", "--disable-domain-reliability",
+         "--disable-client-side-phishing-detection", "--disable-features=OptimizationHints,MediaRouter,Translate",
+         "--metrics-recording-only", "--host-resolver-rules=MAP * ~NOTFOUND")
+"""Chromium's own traffic off (updates, sync, safe browsing, field trials: it asks Google for them at start)."""
+
+
 def headless(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-           f"--user-data-dir={cwd / 'profile'}", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=cwd)
+    """Headless Chromium on a local page. Tests connect to nothing outside 127.0.0.1: its own traffic is
+    off (QUIET), and whatever it would still send goes to a proxy of ours on 127.0.0.1, which answers
+    nothing and must see nothing (without QUIET it sees Chromium ask clients2.google.com for the time,
+    and CONNECT to www.google.com and accounts.google.com)."""
+    with _listening() as (port, seen):
+        cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", *QUIET,
+               f"--proxy-server=http://127.0.0.1:{port}", "--proxy-bypass-list=<-loopback>",
+               f"--user-data-dir={cwd / 'profile'}", *args]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=cwd)
+    assert seen == [], f"Chromium tried to reach the network: {seen}"
+    return done
+
+
+@contextmanager
+def _listening() -> Iterator[tuple[int, list[str]]]:
+    """A TCP server on 127.0.0.1 that keeps the first line of every connection and closes it."""
+    seen: list[str] = []
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    seen.append(conn.recv(4096).split(b"\r\n", 1)[0].decode("latin-1"))
+                except OSError:
+                    seen.append("(a connection)")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1], seen
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
 
 
 def test_html_report_renders_in_chromium(tmp_path, monkeypatch):
