@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _secrets
+from ._cassette import CASSETTE_SUFFIX
 from ._commands import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT, canonical_endpoint, is_loopback, judge_command
 from ._config import project_prices
 from ._cost import costed, total_usd
@@ -178,6 +179,8 @@ def judged_run(
     # the run folder is locked, and a staging folder made (so: writable); the Learn sessions end last
     with sessions, writer or nullcontext():
         frozen = run_dir is not None and _refuse_frozen(Path(run_dir), force)
+        if mode == "live" and run_dir is not None and not force:
+            _refuse_to_drop_cassettes(Path(run_dir))
         kept = (_kept_from(Run(run_dir), prompt, model, batches, learn_url, anthropic_base_url)
                 if retry_failed and run_dir is not None else {})
         to_judge = [(p, b) for p, b in batches if b.file not in kept]
@@ -605,6 +608,16 @@ def _preflight_model(model: str, base_url: str | None, key: str | None, stand_in
                          f"{exc.status_code}): {_secrets.redact(exc.api_message or '')}") from None
     finally:
         client.close()
+
+
+def _refuse_to_drop_cassettes(run_dir: Path) -> None:
+    """A live run keeps no cassettes: written over a recorded run (unless forced), it would leave results
+    nothing can replay in place of a recording that was paid for."""
+    held = sorted(run_dir.glob("*" + CASSETTE_SUFFIX)) if run_dir.is_dir() else []
+    if held:
+        raise UsageError(f"--run {display_path(run_dir)} holds a recorded run ({len(held)} cassette(s)): --mode live keeps "
+                         "no cassettes, so it would replace that recording with results nothing can replay; give "
+                         "another --run folder, --mode record to record it again, or --force")
 
 
 def _refuse_frozen(run_dir: Path, force: bool) -> bool:

@@ -155,6 +155,19 @@ def test_live_run_writes_results_without_cassettes(workdir: Path, stand_ins: tup
     progress_lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
     assert len(progress_lines) == 6 and progress_lines[-1].startswith("[3/3] ")
 
+    # a live run into a recorded run's folder would leave results nothing can replay in place of the
+    # recording: refused before any call, the recording kept byte for byte; --force does it
+    before = {p.name: p.read_bytes() for p in (workdir / "runs" / "live").iterdir()}
+    calls = len(model.requests)
+    with pytest.raises(UsageError, match=r"runs/live holds a recorded run \(3 cassette\(s\)\): --mode live keeps no"):
+        run_judge("v3", ["claims"], "runs/live", "live", model="claude-test", learn_url=learn.url,
+                  anthropic_base_url=model.url, progress=False)
+    assert {p.name: p.read_bytes() for p in (workdir / "runs" / "live").iterdir()} == before
+    assert len(model.requests) == calls  # no paid call
+    run_judge("v3", ["claims"], "runs/live", "live", model="claude-test", learn_url=learn.url,
+              anthropic_base_url=model.url, progress=False, force=True)
+    assert not list((workdir / "runs" / "live").glob("*.yaml"))
+
 
 def test_inputs_are_validated_before_any_network_call(workdir: Path) -> None:
     write_json(workdir / "claims" / "d-bad.json", {"file": "docs/bad.md", "claims": [{"id": "x", "claim": "c"}]})

@@ -55,7 +55,7 @@ EPILOG = "\n\n".join([
 @click.option("--pages-from", type=click.Path(file_okay=False),
               help="Serve every Learn call from this run's cassettes while the model runs live.")
 @click.option("--concurrency", type=int, default=None, help="Conversations at once (default 4).")
-@click.option("--force", is_flag=True, help="Record over a frozen run.")
+@click.option("--force", is_flag=True, help="Record over a frozen run; with --mode live, write over a recorded run (its cassettes go).")
 @click.option("--retry-failed", is_flag=True,
               help="Record again only the claims files that failed in --run; keep the others as recorded.")
 @click.option("--out", callback=no_dash, type=click.Path(dir_okay=False), help="Also write the results JSON here.")
