@@ -17,13 +17,9 @@ from ._io import write_model
 from ._mcp import FETCH_TOOL, normalise_learn_url
 from ._records import Claim, ClaimsFileEntry, DriftReport, FileResult, ResultsFile, RunManifest, ToolCall
 from ._runfolder import STAGING_FOLDER, folder_lock
-from ._runs import MANIFEST, RESULTS, Run, cassette_name
+from ._runs import MANIFEST, RESULTS, SNAPSHOT_PROMPT, Run, cassette_name
 from ._secrets import remember_url
 from ._text import sha256_text
-
-SNAPSHOT_PROMPT = "pages-snapshot"
-"""The `prompt` of a page snapshot folder: it holds Learn fetches only, no judge conversation."""
-
 
 def run_drift(old_run: Run, new_run: Run, *, run_name: str, against_name: str,
               claims: Mapping[str, list[Claim]] | None = None, claims_paths: Mapping[str, str] | None = None,

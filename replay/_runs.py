@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from ._cassette_cache import Cassette, cached, source_sha256
 from ._cassette import CASSETTE_SUFFIX, Interaction, LearnCall, learn_calls, load_cassette
-from ._errors import InputError
+from ._errors import InputError, ReplayError
 from ._io import load_claims_batch, load_compact_results, load_results, read_json, reading_error, validate
 from ._mcp import FETCH_TOOL, NoPage, no_page_reason, normalise_learn_url
 from ._prompts import parse_rendered_batch
@@ -124,6 +124,14 @@ class Run:
         manifest = validate(p, RunManifest, read_json(p), "run manifest")
         _check_cassette_names(manifest, p)
         return manifest
+
+    @property
+    def is_page_snapshot(self) -> bool:
+        """A page snapshot (`SNAPSHOT_PROMPT`); False also for a run.json that cannot be read."""
+        try:
+            return self.manifest.prompt == SNAPSHOT_PROMPT
+        except (ReplayError, OSError):
+            return False
 
     @cached_property
     def results(self) -> ResultsFile:
@@ -384,12 +392,20 @@ def _rendered_rows(interactions: list[Interaction]) -> list[dict[str, Any]] | No
     return None
 
 
-def find_runs(root: str | Path) -> list[Run]:
-    """Every run folder directly under `root` (folders holding run.json), sorted by name."""
+SNAPSHOT_PROMPT = "pages-snapshot"
+"""The `prompt` of a page snapshot folder (`drift --live`): it holds Learn fetches only, no judge
+conversation, so it has no verdicts to replay or snapshot."""
+
+
+def find_runs(root: str | Path, *, page_snapshots: bool = True) -> list[Run]:
+    """Every run folder directly under `root` (folders holding run.json), sorted by name; without
+    `page_snapshots`, only the judge's runs (a run.json that cannot be read counts as one: its reader
+    says what is wrong with it)."""
     root = Path(root)
     if not root.is_dir():
         return []
-    return [Run(p) for p in sorted(root.iterdir()) if (p / MANIFEST).is_file()]
+    runs = [Run(p) for p in sorted(root.iterdir()) if (p / MANIFEST).is_file()]
+    return runs if page_snapshots else [run for run in runs if not run.is_page_snapshot]
 
 
 BUNDLED_CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"

@@ -134,7 +134,8 @@ def _table(rows: list[dict[str, Any]]) -> None:
 
 def _row(run: Run, prices: Mapping[str, Price]) -> dict[str, Any]:
     m = run.manifest
-    cost = run_cost(run.results, m, prices)  # as every command prices: recorded usage, current table
+    # as every command prices: recorded usage, current table; a page snapshot called no model
+    cost = 0.0 if run.is_page_snapshot else run_cost(run.results, m, prices)
     return {
         "run": run.name,
         "prompt": m.prompt,
