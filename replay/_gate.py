@@ -189,6 +189,7 @@ def adoption_gate(
     wholly below 0) is not within noise.
     """
     adopt, head = gate_rule(baseline_scores, candidate_scores)
+    rule_head = head
     if claims_differ:
         n = len(claims_differ)
         adopt, head = False, (f"do not adopt: the two runs judged different claims in {n} claims file{'' if n == 1 else 's'} "
@@ -226,8 +227,9 @@ def adoption_gate(
                                       ("baseline", baseline_scores, baseline_rerecord)) if scores.no_verdict]
     undefined = [why for why in (_undefined_why(baseline_scores, "baseline"), _undefined_why(candidate_scores, "candidate"))
                  if why]
-    if claims_differ:
-        reason, within = head, None
+    if claims_differ:  # the claims first; then what else stands in the way, with how to fix it
+        also = [f"also {rule_head.removeprefix('do not adopt: ')}", *fixes] if fixes else []
+        reason, within = "; ".join([head, *also]), None
     elif fixes:
         reason, within = f"{head}; {'; '.join(fixes)}", None
     elif undefined:  # the gate cannot compare what is undefined: its refusal rests on no difference, noisy or not

@@ -304,6 +304,16 @@ def test_the_gate_adopts_nothing_when_the_two_runs_judged_different_claims(proje
     gate = json.loads(capsys.readouterr().out)["gate"]
     assert gate["adopt"] is False and gate["within_noise"] is None
     assert gate["reason"].startswith("do not adopt: the two runs judged different claims in 1 claims file (docs/a.md)")
+    # and what else stands in the way is said too, with how to fix it: here a claim its conversation left
+    # without a verdict
+    results = json.loads((project / "runs" / "v3" / "results.json").read_text())
+    results["files"][0]["results"][1].update(judge_verdict=None, error="API error 529")
+    (project / "runs" / "v3" / "results.json").write_text(json.dumps(results))
+    assert main(["grade", "runs/v3", "--gold", "gold2.json", "--baseline", "runs/v2", "--json"]) == 0
+    reason = json.loads(capsys.readouterr().out)["gate"]["reason"]
+    assert reason.startswith("do not adopt: the two runs judged different claims in 1 claims file (docs/a.md)")
+    assert "; also the candidate has 1 claim without a verdict out of 2 (" in reason
+    assert "; to re-record the candidate's claims without a verdict: judge-replay judge --prompt v3 " in reason
 
 
 def test_names_spelt_in_another_unicode_form_pair_all_the_same(tmp_path, monkeypatch, capsys):

@@ -4,6 +4,7 @@ import json
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import anthropic
 import httpx
@@ -371,3 +372,18 @@ def test_the_batch_list_pages_newest_first_as_the_api_does() -> None:
         assert listed.created_at.tzinfo is not None
         with pytest.raises(anthropic.BadRequestError, match="limit"):
             client.messages.batches.list(limit=1001)
+
+
+def test_cut_off_makes_one_claims_files_conversation_outgrow_the_context_window(tmp_path, monkeypatch) -> None:
+    # `sim model --cut-off docs/evaluation.md`: that file's conversation fails as a context-window overflow,
+    # its claims unchanged (so a run stays comparable with one recorded on the same claims); the others pass
+    from replay._runner import run_judge
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    demo = Path(__file__).resolve().parents[1] / "demo"
+    with start_learn(demo / "pages" / "2026-06") as learn, start_model(cut_off=frozenset({"docs/evaluation.md"})) as model:
+        results = run_judge("v3", [str(demo / "claims")], "run", "record", model="claude-sonnet-5-5", learn_url=learn.url,
+                            anthropic_base_url=model.url, progress=False)
+    failed = {f.file: f.error for f in results.files if f.error}
+    assert list(failed) == ["docs/evaluation.md"] and "outgrew the model's context window" in str(failed["docs/evaluation.md"])

@@ -96,21 +96,24 @@ def learn(pages: Path, port: int, strict_sessions: bool, fail_first: int, fail_s
               help="Batch entries whose custom_id contains TEXT are errored on their first submission.")
 @click.option("--batch-expired", metavar="TEXT", default=None,
               help="Batch entries whose custom_id contains TEXT expire on their first submission.")
+@click.option("--cut-off", "cut_off", metavar="FILE", multiple=True,
+              help="The conversation of claims file FILE (e.g. docs/evaluation.md) outgrows the context window: "
+                   "its final answer stops with model_context_window_exceeded.")
 @_VERBOSE
 @_QUIET
 def model(port: int, no_thinking: bool, fetch_per_turn: int, batch_delay: float, batch_errored: str | None,
-          batch_expired: str | None, verbose: bool, quiet: bool) -> None:
+          batch_expired: str | None, cut_off: tuple[str, ...], verbose: bool, quiet: bool) -> None:
     """Serve the Messages API with a deterministic judge policy; prints the base URL first.
 
     Like current models it answers with signed thinking blocks, which must come back unchanged.
     Model names steer it: one containing "flaky" fails the first attempt of each request with 529;
     a retired model (claude-2.1, claude-3-opus-20240229, ..., or a name containing "retired") gets
-    the API's 404. A claim containing "[stand-in: context window exceeded]" makes the final answer
-    stop with model_context_window_exceeded.
+    the API's 404. A claim containing "[stand-in: context window exceeded]", or any claim of a
+    --cut-off file, makes the final answer stop with model_context_window_exceeded.
     """
     try:
         handle = start_model(port, log=_log if verbose else None, thinking=not no_thinking,
-                             fetch_per_turn=fetch_per_turn,
+                             fetch_per_turn=fetch_per_turn, cut_off=frozenset(cut_off),
                              batch_settings=BatchSettings(batch_delay, batch_errored, batch_expired))
     except OSError as exc:
         raise _port_error(port, exc) from exc

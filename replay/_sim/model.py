@@ -17,7 +17,7 @@ Switches for tests, in the request: a model name containing "flaky" fails the fi
 distinct request body with 529 `overloaded_error`; a retired model (`RETIRED_MODELS`, or a name
 containing "retired") gets the API's 404 `not_found_error` naming it; a claim whose text contains
 `CONTEXT_EXCEEDED_MARKER` makes the final answer stop with `model_context_window_exceeded`, its JSON cut
-in half.
+in half; so does `sim model --cut-off FILE` for the conversation of that claims file (its claims unchanged).
 """
 
 from __future__ import annotations
@@ -259,8 +259,10 @@ def _validate(request: Any) -> dict[str, Any]:
     return request
 
 
-def respond(request: dict[str, Any], body: bytes, *, fetch_per_turn: int = 0, thinking: bool = True) -> dict[str, Any]:
-    """The Messages API response to a valid request (`thinking`: answer as current models do, module docstring)."""
+def respond(request: dict[str, Any], body: bytes, *, fetch_per_turn: int = 0, thinking: bool = True,
+            cut_off: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The Messages API response to a valid request (`thinking`: answer as current models do, module
+    docstring; `cut_off`: claims files whose final answer stops with `model_context_window_exceeded`)."""
     _check_model(request["model"])
     if thinking and _forces_tool_use(request):
         raise ApiError(400, "invalid_request_error", FORCED_TOOL_USE)
@@ -278,7 +280,8 @@ def respond(request: dict[str, Any], body: bytes, *, fetch_per_turn: int = 0, th
     else:
         output = json.dumps(conversation.verdicts(), ensure_ascii=False, separators=(",", ":"))
         stop_reason = "end_turn"
-        if any(CONTEXT_EXCEEDED_MARKER in str(c.get("claim") or "") for c in conversation.claims):
+        if conversation.file in cut_off or any(CONTEXT_EXCEEDED_MARKER in str(c.get("claim") or "")
+                                               for c in conversation.claims):
             output, stop_reason = output[: len(output) // 2], "model_context_window_exceeded"
         content = [{"type": "text", "text": output}]
         thought = f"Every page the {len(conversation.claims)} claims need is in; applying the rules claim by claim."
@@ -309,9 +312,11 @@ class ModelApp:
     """The stand-in's only memory: which request bodies a flaky model has already failed once."""
 
     def __init__(self, *, fetch_per_turn: int = 0, batch_settings: BatchSettings | None = None,
-                 thinking: bool = True) -> None:
+                 thinking: bool = True, cut_off: frozenset[str] = frozenset()) -> None:
         self.fetch_per_turn = fetch_per_turn
         self.thinking = thinking
+        self.cut_off = cut_off
+        """Claims files whose conversation's final answer stops with `model_context_window_exceeded`."""
         self.batches = BatchApp(batch_settings or BatchSettings())
         self.cache = CacheLedger()
         self._lock = threading.Lock()
@@ -371,7 +376,8 @@ class ModelHandler(StandInHandler):
             if FLAKY_MARKER in request["model"] and self.app.first_attempt(body):
                 raise ApiError(529, "overloaded_error", "Overloaded (judge-replay model stand-in: flaky model, "
                                "first attempt of this request)")
-            response = respond(request, body, fetch_per_turn=self.app.fetch_per_turn, thinking=self.app.thinking)
+            response = respond(request, body, fetch_per_turn=self.app.fetch_per_turn, thinking=self.app.thinking,
+                               cut_off=self.app.cut_off)
             self.app.cache.account(request, response["usage"])
         except ApiError as err:
             retry = {"retry-after": "0", "retry-after-ms": "1"} if err.status == 529 else None
@@ -415,11 +421,13 @@ class ModelStandIn(StandIn):
 
 
 def start_model(port: int = 0, *, log: Log | None = None, fetch_per_turn: int = 0,
-                batch_settings: BatchSettings | None = None, thinking: bool = True) -> ModelStandIn:
+                batch_settings: BatchSettings | None = None, thinking: bool = True,
+                cut_off: frozenset[str] = frozenset()) -> ModelStandIn:
     """Serve the Messages API stand-in on 127.0.0.1:`port` (0: any free port) in a daemon thread.
     `fetch_per_turn` > 0: at most that many tool calls per turn (longer conversations, as real agents
     make); `batch_settings`: how its Message Batches endpoints behave (`_sim.batches`); `thinking=False`:
-    answer in the older models' shape, without thinking blocks."""
-    server = StandInServer(port, ModelHandler, ModelApp(fetch_per_turn=fetch_per_turn,
-                                                        batch_settings=batch_settings, thinking=thinking), log)
+    answer in the older models' shape, without thinking blocks; `cut_off`: claims files (as the prompt
+    names them) whose conversation outgrows the context window on purpose."""
+    server = StandInServer(port, ModelHandler, ModelApp(fetch_per_turn=fetch_per_turn, batch_settings=batch_settings,
+                                                        thinking=thinking, cut_off=cut_off), log)
     return ModelStandIn(server, f"http://127.0.0.1:{server.server_address[1]}")
