@@ -24,7 +24,7 @@ from ._grading import ClaimKey, claim_info, grade_results, is_correct
 from ._io import atomic_write_text, display_path, dump_json, load_gold, read_json, results_json_path
 from ._matching import results_differences
 from ._records import AnyClaim, Claim, ClaimResult, FlipReport, GateDecision, GoldSet, ResultsFile, Scores, Verdict
-from ._runfolder import changing
+from ._runfolder import changing, journal_path
 from ._runs import MANIFEST, RESULTS, Run
 
 RESULTS_PREFIX = "judge-bakeoff-results-"
@@ -194,7 +194,8 @@ def rerecord_hint(label: str, run: Run | None, scores: Scores) -> str | None:
     if not files:
         return None
     if run is not None and files <= {c.file for c in run.manifest.claims}:
-        return retry_failed_command(run.manifest, display_path(run.path))
+        kept = run.manifest.batch_ids is not None and journal_path(run.path).is_file()  # its batches: not paid again
+        return retry_failed_command(run.manifest, display_path(run.path), resume=kept)
     return (f"record the claims of {', '.join(sorted(files))} again ({label} is not a run folder that names its "
             f"claims files, so the command is not known)")
 

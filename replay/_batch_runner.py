@@ -62,7 +62,7 @@ from ._io import atomic_write_text, display_path, os_error_about, printable, rea
 from ._learn import shared_ssl_context
 from ._mcp import STAND_IN_HEADER
 from ._recorder import is_transient
-from ._runfolder import STAGING_FOLDER
+from ._runfolder import journal_path
 
 MAX_CONVERSATIONS = 500
 """Conversations that take part in the rounds at once (each waits in a thread of its own)."""
@@ -113,11 +113,6 @@ def request_digest(params: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def journal_path(run_dir: str | Path) -> Path:
-    """Where a batch run keeps its batch ids while it is in flight (beside the run, in its staging area)."""
-    run = Path(run_dir).absolute()
-    return run.parent / STAGING_FOLDER / f"{run.name}.batches.json"
-
 
 # --------------------------------------------------------------------------- the journal
 
@@ -156,9 +151,9 @@ class BatchJournal:
             raise UsageError(f"nothing to resume: no batch run into {display_path(Path(run_dir))} was interrupted "
                              f"({display_path(journal.path)} does not exist); run without --resume")
         if exists and not resume:
-            raise UsageError(f"a batch run into {display_path(Path(run_dir))} was interrupted and its batches are "
-                             f"kept in {display_path(journal.path)}: add --resume to continue it without paying "
-                             "for them again, or delete that file to start over")
+            raise UsageError(f"a batch run into {display_path(Path(run_dir))} was interrupted, or left claims files "
+                             f"failed, and its batches are kept in {display_path(journal.path)}: add --resume to "
+                             "continue it without paying for them again, or delete that file to start over")
         if exists:
             data = read_json(journal.path)
             batches = data.get("batches") if isinstance(data, dict) else None
@@ -179,10 +174,15 @@ class BatchJournal:
                 if isinstance(rounds, list) else []
         return journal
 
-    def for_run(self, prompt_sha256: str, model: str, claims: dict[str, str]) -> None:
+    def for_run(self, prompt_sha256: str, model: str, claims: dict[str, str], *, part: bool = False) -> None:
         """Bind the journal to the run about to start; a resumed journal written for another prompt, model
-        or claims set is refused (UsageError) before anything is submitted."""
+        or claims set is refused (UsageError) before anything is submitted. `part`: the run judges some of
+        the journaled run's claims files again (`--retry-failed`), unchanged."""
         run = {"prompt_sha256": prompt_sha256, "model": model, "claims": dict(sorted(claims.items()))}
+        if part and self.run is not None and {k: self.run.get(k) for k in ("prompt_sha256", "model")} == {
+                "prompt_sha256": prompt_sha256, "model": model} and isinstance(self.run.get("claims"), dict) and all(
+                self.run["claims"].get(file) == sha for file, sha in claims.items()):
+            return  # the journaled run's binding stays: a later resume of the whole run is still that run
         if self.run is not None and self.run != run:
             assert self.path is not None
             what = [name for name, key in (("prompt", "prompt_sha256"), ("model", "model"),
@@ -235,6 +235,23 @@ class BatchJournal:
             with self._lock:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write_text(self.path, json.dumps(data, indent=1) + "\n")
+
+    def forget_last_turns(self, files: list[str]) -> None:
+        """Drop each of these claims files' last journaled turn (`custom_id` names the file and the turn)."""
+        for file in files:
+            mark = re.compile(rf"-{hashlib.sha256(file.encode('utf-8')).hexdigest()[:8]}-t(\d+)(?:-|$)")
+            turns = [int(m.group(1)) for b in self.batches for cid in b["requests"] if (m := mark.search(str(cid)))]
+            if not turns:
+                continue
+            last = max(turns)
+            for batch in self.batches:
+                batch["requests"] = {cid: d for cid, d in batch["requests"].items()
+                                     if not ((m := mark.search(str(cid))) and int(m.group(1)) == last)}
+        self._by_digest = {}
+        batches, self.batches = self.batches, []
+        for batch in batches:
+            self._index(batch)
+        self._save()
 
     def holders(self, digest: str) -> list[tuple[str, str]]:
         """(batch id, custom_id) of every journaled entry with this request digest, newest first."""
@@ -931,11 +948,12 @@ class ModelRoute:
         with self.rounds.member():
             yield
 
-    def for_run(self, prompt_sha256: str, model: str, claims: dict[str, str]) -> None:
-        """The run about to start (claims file -> sha256 of the files to judge): in batch mode, a `--resume`
-        of another run is refused (UsageError) before anything is submitted."""
+    def for_run(self, prompt_sha256: str, model: str, claims: dict[str, str], *, part: bool = False) -> None:
+        """The run about to start (claims file -> sha256 of the files to judge; `part`: some files of the
+        run again, `--retry-failed`): in batch mode, a `--resume` of another run is refused (UsageError)
+        before anything is submitted."""
         if self.batch is not None:
-            self.batch.journal.for_run(prompt_sha256, model, claims)
+            self.batch.journal.for_run(prompt_sha256, model, claims, part=part)
 
     def command_choices(self) -> dict[str, Any]:
         """How this run pays for its model calls, as `_commands.judge_command` arguments (`resume` while
@@ -955,7 +973,14 @@ class ModelRoute:
         """The batches the run used (None: no batches)."""
         return self.batch.journal.ids if self.batch else None
 
-    def finished(self) -> None:
-        """The run folder is written: forget the journal."""
-        if self.batch is not None:
+    def finished(self, failed: list[str]) -> None:
+        """The run folder is written: forget the journal, unless claims files `failed`: their turns already
+        answered are then answered from it by `--retry-failed --batch --resume`, not paid for again, except
+        each one's last turn, whose answer is what the file failed on (or came before its failure), and
+        which the retry asks again."""
+        if self.batch is None:
+            return
+        if failed:
+            self.batch.journal.forget_last_turns(failed)
+        else:
             self.batch.journal.remove()

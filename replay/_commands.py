@@ -100,15 +100,17 @@ def rerecord_command(manifest: RunManifest, claims: Sequence[str], run: str, *, 
 
 def retry_failed_command(manifest: RunManifest, run: str, *, learn_url: str | None = None,
                          anthropic_base_url: str | None = None, batch: bool | None = None,
-                         no_cache: bool | None = None, max_cost: float | None = None) -> str:
+                         no_cache: bool | None = None, max_cost: float | None = None, resume: bool = False) -> str:
     """The command that records again only the claims files of `run` that have a claim without a verdict,
-    keeping the others as recorded (`--retry-failed`: the run is never replaced by a part of itself).
+    keeping the others as recorded (`--retry-failed`: the run is never replaced by a part of itself);
+    `resume` where the batch run kept its journal (`_runfolder.journal_path`: its turns already answered
+    are not paid for again).
     Endpoints, `batch`, `no_cache` and `max_cost` default to the manifest's; pass the live choices where
     they are known."""
     return judge_command(
         prompt=manifest.prompt, claims=[entry.path for entry in manifest.claims], run=run, model=manifest.model,
         learn_url=learn_url or manifest.learn_url, anthropic_base_url=anthropic_base_url or manifest.anthropic_base_url,
-        pages_from=manifest.pages_from, retry_failed=True,
+        pages_from=manifest.pages_from, retry_failed=True, resume=resume,
         batch=manifest.batch_ids is not None if batch is None else batch,
         no_cache=manifest.cache is False if no_cache is None else no_cache,
         max_cost=manifest.max_cost_usd if max_cost is None else max_cost,

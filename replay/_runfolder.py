@@ -47,6 +47,13 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
+def journal_path(run_dir: str | Path) -> Path:
+    """Where a batch run keeps its batch ids (`_batch_runner.BatchJournal`) while it is in flight, or while
+    it has failed claims files to record again: beside the run, in its staging area."""
+    run = Path(run_dir).absolute()
+    return run.parent / STAGING_FOLDER / f"{run.name}.batches.json"
+
+
 class RunFolderWriter:
     """The lock and the staging folder of one recording into `run`; see the module docstring."""
 

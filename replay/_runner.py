@@ -185,7 +185,7 @@ def judged_run(
                 if retry_failed and run_dir is not None else {})
         to_judge = [(p, b) for p, b in batches if b.file not in kept]
         if route is not None:
-            route.for_run(prompt.sha256, model, {b.file: _sha256_file(p) for p, b in to_judge})
+            route.for_run(prompt.sha256, model, {b.file: _sha256_file(p) for p, b in to_judge}, part=retry_failed)
 
         def rerecord_command() -> str:  # with the run's --batch (--resume while its journal holds batches) etc.
             return judge_command(prompt=prompt.name, claims=[portable_path(p) for p, _ in batches],

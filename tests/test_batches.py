@@ -13,11 +13,13 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from replay._batch_runner import ModelRoute, custom_id, journal_path
+from replay._batch_runner import ModelRoute, custom_id
+from replay._runfolder import journal_path
 from factories import judge_demo
 from replay._cli.main import main
 from replay._runner import run_judge
@@ -35,6 +37,24 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     return tmp_path
+
+
+def batch_record_args(learn: Any, model: Any) -> list[str]:
+    """`judge` recording the demo claims into `batch` with --batch, against the given stand-ins."""
+    return ["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--run", "batch", "--mode", "record",
+            "--learn-url", learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch"]
+
+
+def started_until(args: list[str], workdir: Path, ready: Callable[[], bool], what: str) -> subprocess.Popen[bytes]:
+    """The CLI started in a process of its own, once `ready()` (checked every 20 ms, for a minute; `what`
+    says what was waited for when it never is)."""
+    proc = subprocess.Popen([*CLI, *args], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    deadline = time.monotonic() + 60
+    while not ready() and proc.poll() is None:
+        assert time.monotonic() < deadline, f"the batch run never {what}"
+        time.sleep(0.02)
+    return proc
 
 
 def verdicts(run: Path) -> dict[tuple[str, str], tuple[Any, ...]]:
@@ -140,15 +160,10 @@ def test_a_new_batch_run_refuses_to_start_over_an_interrupted_one(workdir: Path,
 def test_an_interrupted_batch_run_resumes_without_submitting_anything_twice(
         workdir: Path, demo_learn: Any, stop: signal.Signals, capsys: Any) -> None:
     with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.5)) as model:
-        args = ["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--run", "batch", "--mode", "record",
-                "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch"]
-        proc = subprocess.Popen([*CLI, *args], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env={**os.environ, "PYTHONPATH": str(REPO)})
+        args = batch_record_args(demo_learn, model)
         journal = journal_path(workdir / "batch")
-        deadline = time.monotonic() + 60
-        while not (journal.is_file() and model.app.batches.log) and proc.poll() is None:
-            assert time.monotonic() < deadline, "the batch run never submitted its first batch"
-            time.sleep(0.05)
+        proc = started_until(args, workdir, lambda: journal.is_file() and bool(model.app.batches.log),
+                             "submitted its first batch")
         proc.send_signal(stop)
         _, err = proc.communicate(timeout=60)
         resume = [*args, "--resume"]
@@ -186,15 +201,9 @@ def test_a_run_stopped_while_its_batch_was_being_created_finds_that_batch_on_res
     # it never learns the batch's id. The resume finds it among the workspace's batches (one of as many
     # requests, created just after the create began) and uses its results: nothing is submitted twice
     with start_model(batch_settings=BatchSettings(delay=0.2, create_answer_delay=3.0)) as model:
-        args = ["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--run", "batch", "--mode", "record",
-                "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch"]
-        proc = subprocess.Popen([*CLI, *args], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env={**os.environ, "PYTHONPATH": str(REPO)})
+        args = batch_record_args(demo_learn, model)
         journal = journal_path(workdir / "batch")
-        deadline = time.monotonic() + 60
-        while not model.app.batches.log and proc.poll() is None:
-            assert time.monotonic() < deadline, "the batch run never submitted its first batch"
-            time.sleep(0.02)
+        proc = started_until(args, workdir, lambda: bool(model.app.batches.log), "submitted its first batch")
         kept = json.loads(journal.read_text("utf-8"))  # journaled before the create was sent
         assert kept["batches"] == [] and len(kept["submitting"]["requests"]) == len(model.app.batches.log)
         proc.send_signal(stop)
@@ -297,15 +306,10 @@ def test_a_journaled_batch_the_api_does_not_know_is_submitted_again_not_waited_f
     # workspace): every resume failed on its 404 before, and only deleting the journal (paying again for
     # every batch still valid) got out. Now that batch's requests are submitted again, and said so
     with start_model(batch_settings=BatchSettings(delay=30)) as model:
-        args = ["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--run", "batch", "--mode", "record",
-                "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch"]
-        proc = subprocess.Popen([*CLI, *args], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env={**os.environ, "PYTHONPATH": str(REPO)})
+        args = batch_record_args(demo_learn, model)
         journal = journal_path(workdir / "batch")
-        deadline = time.monotonic() + 60
-        while proc.poll() is None and not (journal.is_file() and json.loads(journal.read_text("utf-8"))["batches"]):
-            assert time.monotonic() < deadline, "the batch run never journaled its first batch"
-            time.sleep(0.05)
+        proc = started_until(args, workdir, lambda: journal.is_file() and bool(json.loads(journal.read_text("utf-8"))["batches"]),
+                             "journaled its first batch")
         proc.kill()
         proc.communicate(timeout=60)
         kept = json.loads(journal.read_text("utf-8"))
@@ -325,14 +329,10 @@ def test_a_live_batch_run_without_a_run_folder_cancels_and_names_its_batch_when_
     # `--mode live --batch` without --run keeps no journal: a batch still running when it is stopped could
     # never be resumed, and would be billed unused. It is canceled, and named
     with start_model(batch_settings=BatchSettings(delay=60)) as model:
-        args = ["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--mode", "live", "--out", "r.json",
-                "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch"]
-        proc = subprocess.Popen([*CLI, *args], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env={**os.environ, "PYTHONPATH": str(REPO), "ANTHROPIC_API_KEY": "sk-ant-test-live"})
-        deadline = time.monotonic() + 60
-        while not model.app.batches.log and proc.poll() is None:
-            assert time.monotonic() < deadline, "the batch run never submitted its first batch"
-            time.sleep(0.05)
+        args = [*batch_record_args(demo_learn, model), "--out", "r.json"]
+        at = args.index("--run")
+        args[at:at + 4] = ["--mode", "live"]  # no --run: no journal
+        proc = started_until(args, workdir, lambda: bool(model.app.batches.log), "submitted its first batch")
         time.sleep(0.5)  # its id is back
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
@@ -341,3 +341,32 @@ def test_a_live_batch_run_without_a_run_folder_cancels_and_names_its_batch_when_
     assert proc.returncode == 130 and "Traceback" not in said, said
     assert f"batch {batch.id} had not ended when the run stopped" in said and "cancellation was asked for" in said
     assert batch.cancel_at is not None
+
+
+def test_a_batch_run_that_left_a_file_failed_keeps_its_journal_and_the_retry_pays_nothing_twice(
+        workdir: Path, demo_learn: Any, capsys: Any) -> None:
+    # docs/evaluation.md's conversation outgrows the context window after its tool turns were answered (and
+    # paid). The run is written with that file failed, and keeps its journal: the printed --retry-failed
+    # command resumes from it, so the turns already answered are not submitted again
+    with start_model(cut_off=frozenset({"docs/evaluation.md"}), batch_settings=BatchSettings(delay=0.1)) as model:
+        assert judge_demo(demo_learn, model, "batch", "--batch") == 1
+        err = capsys.readouterr().err
+        assert journal_path(workdir / "batch").is_file()
+        retry = shlex.split(err.split("To record just those again:\n", 1)[1].splitlines()[0])
+        assert retry[:2] == ["judge-replay", "judge"] and "--retry-failed" in retry and "--resume" in retry
+        first = list(model.app.batches.log)
+        model.app.cut_off = frozenset()
+        assert main([*retry[1:], "--no-progress"]) == 0, capsys.readouterr().err
+        log = list(model.app.batches.log)
+    again = log[len(first):]
+    # only the turn whose answer was cut off is asked again (its answer is what the file failed on); the
+    # turns before it came from the journal
+    evaluation = custom_id("docs/evaluation.md", 0, "").rsplit("-t", 1)[0]
+    assert [s.custom_id.rsplit("-", 1)[0] for s in again] == [max(
+        (s.custom_id for s in first if s.custom_id.startswith(evaluation)), key=lambda c: int(c.rsplit("-t", 1)[1].split("-")[0])
+    ).rsplit("-", 1)[0]]
+    submitted = Counter((s.custom_id, s.params_sha256) for s in log)
+    assert [entry[0] for entry, n in submitted.items() if n > 1] == [again[0].custom_id]
+    assert not journal_path(workdir / "batch").exists()
+    assert all(v[4] is None for v in verdicts(workdir / "batch").values())
+    assert main(["cassettes", "verify", "batch"]) == 0, capsys.readouterr().out

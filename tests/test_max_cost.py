@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from replay._batch_runner import journal_path
+from replay._runfolder import journal_path
 from factories import judge_demo
 from replay._cli.main import main
 from replay._commands import rerecord_command, retry_failed_command

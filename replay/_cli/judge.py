@@ -150,7 +150,7 @@ def command(
                        f"(--batch --resume):\n  {printable(resume_command)}", err=True)
         raise
     if route is not None:
-        route.finished()
+        route.finished([f.file for f in failed_files(results.files())])
     written = []
     if run_dir and mode != "replay":
         written.append(run_dir)
@@ -170,7 +170,7 @@ def command(
             paths = [e.path for e in m.claims if e.file in {f.file for f in failed}]
             retry = retry_failed_command(m, str(run_dir), learn_url=learn_url, anthropic_base_url=anthropic_base_url,
                                          batch=route is not None and route.batch is not None, no_cache=no_cache,
-                                         max_cost=max_cost)
+                                         max_cost=max_cost, resume=route is not None and route.command_choices()["resume"])
             click.echo(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed ({', '.join(paths)}); the run keeps "
                        f"what was recorded. To record just those again:\n  {printable(retry)}", err=True)
         else:
