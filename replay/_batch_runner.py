@@ -718,7 +718,8 @@ class BatchRounds:
         error = ((result or {}).get("error") or {}).get("error") or {}
         error_type = str(error.get("type") or ("api_error" if kind != "errored" else "api_error"))
         if error_type != "invalid_request_error" and w.attempts < self._attempts:
-            w.attempts = max(w.attempts, 1)  # an entry taken from the journal counts as one submission
+            # every journaled submission counts, those of an interrupted run too: the bound holds across resumes
+            w.attempts = max(w.attempts, len(self.journal.holders(w.digest)), 1)
             return  # stays waiting: resubmitted in the next round
         what = {"expired": "expired", "canceled": "was canceled", "missing": "had no result"}.get(kind, "errored")
         message = f"the Message Batches entry {w.custom_id} {what} ({w.attempts} submission(s))"

@@ -370,3 +370,26 @@ def test_a_batch_run_that_left_a_file_failed_keeps_its_journal_and_the_retry_pay
     assert not journal_path(workdir / "batch").exists()
     assert all(v[4] is None for v in verdicts(workdir / "batch").values())
     assert main(["cassettes", "verify", "batch"]) == 0, capsys.readouterr().out
+
+
+def test_the_bound_on_submissions_holds_across_a_resume(workdir: Path, demo_learn: Any, capsys: Any) -> None:
+    # docs/evaluation.md's entries fail at every submission. The run is killed after the second submission
+    # of its first turn; the resume submits it once more (three in all, the bound), not three times more,
+    # and the file's error counts every submission
+    with start_model(batch_settings=BatchSettings(delay=0.5, errored="evaluation", every_time=True)) as model:
+        evaluation = custom_id("docs/evaluation.md", 1, "")
+
+        def submitted() -> list[str]:
+            return [s.custom_id for s in model.app.batches.log if s.custom_id.startswith(evaluation)]
+
+        args = batch_record_args(demo_learn, model)
+        proc = started_until(args, workdir, lambda: len(submitted()) >= 2, "submitted an entry twice")
+        proc.kill()
+        proc.communicate(timeout=60)
+        assert len(submitted()) == 2
+        assert main([*args, "--resume"]) == 1
+        err = capsys.readouterr().err
+    assert len(submitted()) == 3
+    error = json.loads((workdir / "batch" / "results.json").read_text("utf-8"))
+    [failed] = [f for f in error["files"] if f["error"]]
+    assert failed["file"] == "docs/evaluation.md" and "errored (3 submission(s))" in failed["error"], err

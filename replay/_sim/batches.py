@@ -148,6 +148,8 @@ class BatchSettings:
     """Entries whose custom_id contains this text are errored the first time they are submitted."""
     expired: str | None = None
     """Entries whose custom_id contains this text are expired the first time they are submitted."""
+    every_time: bool = False
+    """The errored / expired entries fail at every submission, not only the first."""
     create_answer_delay: float = 0.0
     """Seconds the answer to a create waits after the batch was created (a slow network: what a client
     killed meanwhile never learns the id of)."""
@@ -220,11 +222,12 @@ class BatchApp:
             return list(reversed(self._batches.values()))
 
     def fault(self, custom_id: str) -> str | None:
-        """`errored` or `expired` when this entry is to fail on purpose (first submission only)."""
+        """`errored` or `expired` when this entry is to fail on purpose (its first submission; every one
+        with `BatchSettings.every_time`)."""
         for kind, marker in ((ERRORED_MARKER, self.settings.errored), (EXPIRED_MARKER, self.settings.expired)):
             if marker and marker in custom_id:
                 with self._lock:
-                    if (kind, custom_id) in self._faulted:
+                    if (kind, custom_id) in self._faulted and not self.settings.every_time:
                         continue
                     self._faulted.add((kind, custom_id))
                 return kind
