@@ -203,6 +203,13 @@ class BatchJournal:
         self.submitting = {"since": time.time(), "requests": requests}
         self._save()
 
+    def sending_again(self) -> None:
+        """The batch being created is sent again (after a look-up found no batch): when, for a resume to
+        look from (`submitting["until"]`)."""
+        if self.submitting is not None:
+            self.submitting = {**self.submitting, "until": time.time()}
+            self._save()
+
     def not_created(self) -> None:
         """The batch being created was refused: nothing to look for."""
         self.submitting = None
@@ -319,8 +326,6 @@ class BatchRounds:
         self._error: BaseException | None = None
         self._results: dict[str, dict[str, dict[str, Any]]] = {}
         """Batch id -> custom_id -> result, for every batch whose results were read."""
-        self._unknown: set[str] = set()
-        """Journaled batches the API does not know (`_gone`): none of the run's."""
         self._in_flight: set[str] = set()
         """Batches created whose results are not read yet."""
         self.round_seconds = journal.round_seconds
@@ -391,27 +396,32 @@ class BatchRounds:
         if pending is None:
             return
         requests = {str(k): str(v) for k, v in pending["requests"].items()}
+        since = float(pending["since"])
+        until = float(pending["until"]) if isinstance(pending.get("until"), (int, float)) else since
         try:
-            found = self._created_batches(len(requests), float(pending["since"]))
+            found = self._created_batches(len(requests), since, until)
         except anthropic.APIError as exc:
             said = _api_failure(exc, self.journal)[2]
             raise RecordingFailed(f"cannot resume yet: the run stopped while it was submitting a batch, which is "
                                   f"looked for among the workspace's batches, and {said}; resume again when the "
                                   "API answers") from exc
+        for batch_id in found:
+            print(f"judge-replay: batch {batch_id} may be the one being submitted when the run stopped: its results "
+                  "answer the requests it holds, not paid for again", file=sys.stderr)
+        if found:
+            self._journal_found(found, requests)
+            return
         try:
-            for batch_id in found:
-                self.journal.add(batch_id, requests)
-                print(f"judge-replay: batch {batch_id} was being submitted when the run stopped: its results are "
-                      "used, not paid for again", file=sys.stderr)
-            if not found:
-                self.journal.not_created()
+            self.journal.not_created()
         except (OSError, ReplayError) as exc:
             raise self._journal_failed(exc) from exc
 
-    def _created_batches(self, requests: int, since: float) -> list[str]:
+    def _created_batches(self, requests: int, since: float, until: float) -> list[str]:
         """The workspace's batches, not journaled, of `requests` requests, created from `_CLOCK_SKEW_SECONDS`
-        before `since` (epoch seconds: when their create began) to `_CREATE_SECONDS` after, oldest first:
-        what a create whose answer never came may have made. Raises the API's error."""
+        before `since` (epoch seconds: when the first create of them began) to `_CREATE_SECONDS` after
+        `until` (when the last one began), in the order they were created: the first is the likeliest to be
+        the run's (another client's, of the same size, comes later as often as not). What a create whose
+        answer never came may have made. Raises the API's error."""
         journaled = {str(b["id"]) for b in self.journal.batches}
         found: list[str] = []
         for batch in self._client.messages.batches.list(limit=100):  # newest first, page after page
@@ -420,9 +430,16 @@ class BatchRounds:
                 break
             counts = batch.request_counts
             held = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
-            if batch.id not in journaled and created <= since + _CREATE_SECONDS and held == requests:
+            if batch.id not in journaled and created <= until + _CREATE_SECONDS and held == requests:
                 found.append(batch.id)
         return found[::-1]
+
+    def _journal_found(self, found: list[str], requests: dict[str, str]) -> None:
+        """Journal batches found (`_created_batches`) with the requests they may hold, so that their results
+        answer those requests, the first found first (`BatchJournal.holders` gives the newest journaled
+        first): a request is answered only under its own custom_id, so a batch of someone else's answers
+        nothing, and the next holder is read in the next round before the request is submitted again."""
+        self._journal_added(found[::-1], requests)
 
     # ------------------------------------------------------------------ the rounds thread
 
@@ -461,10 +478,10 @@ class BatchRounds:
         started = time.monotonic()
         new: list[_Waiting] = []
         from_journal: dict[str, list[_Waiting]] = {}
-        for w in round_:
+        for w in round_:  # a journaled batch not read yet, or one that answered it, before a new submission
             held = [h for h in self.journal.holders(w.digest) if h[0] not in self._results
                     or _succeeded(self._results[h[0]].get(h[1]))]
-            if held and w.attempts == 0:
+            if held:
                 from_journal.setdefault(held[0][0], []).append(w)
                 w.custom_id = held[0][1]
             else:
@@ -473,7 +490,7 @@ class BatchRounds:
         batches = {**from_journal, **submitted}
         for batch_id in batches:
             self._wait_for(batch_id, len(batches[batch_id]))
-            if batch_id not in self._unknown:
+            if any(w.custom_id in self._results[batch_id] for w in batches[batch_id]):  # it answered the run
                 self.journal.used.add(batch_id)
         if submitted:
             try:
@@ -523,9 +540,10 @@ class BatchRounds:
     def _create(self, chunk: list[_Waiting]) -> str:
         """Create one batch of these requests and journal its id; returns it. The requests are journaled
         first (`BatchJournal.creating`). A create whose answer is lost (a connection error, a timeout) may
-        have made the batch: it is looked for (`_created_batches`) before the create is sent again, so
-        that a retry never pays twice; a refusal that is worth retrying (408, 409, 429, 5xx) is retried as
-        the SDK would, `_CREATE_ATTEMPTS` times in all."""
+        have made the batch: it is looked for (`_created_batches`) before the create is sent again, and
+        never sent again until a look-up has answered, so that a retry never pays twice; a refusal that is
+        worth retrying (408, 409, 429, 5xx) is retried as the SDK would, `_CREATE_ATTEMPTS` times in all.
+        A run that cannot look stops its round with the requests journaled: a resume looks for the batch."""
         requests = {c.custom_id: c.digest for c in chunk}
         try:
             self.journal.creating(requests)
@@ -534,6 +552,11 @@ class BatchRounds:
         since = float(self.journal.submitting["since"]) if self.journal.submitting else time.time()
         client = self._client.with_options(max_retries=0)
         for attempt in range(1, _CREATE_ATTEMPTS + 1):
+            if attempt > 1:
+                try:
+                    self.journal.sending_again()
+                except (OSError, ReplayError) as exc:
+                    raise self._journal_failed(exc) from exc
             try:
                 raw = client.messages.batches.with_raw_response.create(
                     requests=[{"custom_id": c.custom_id, "params": c.params} for c in chunk]  # type: ignore[typeddict-item]
@@ -541,15 +564,10 @@ class BatchRounds:
             except anthropic.APIConnectionError:  # the create may have reached the API: look before sending it again
                 if attempt == _CREATE_ATTEMPTS:
                     raise  # the journal keeps the requests: a resume looks for the batch
-                self._pause(_backoff(attempt))
-                try:
-                    found = self._created_batches(len(chunk), since)
-                except anthropic.APIConnectionError:
-                    continue
+                found = self._look_for(len(chunk), since)
                 if found:
-                    self._in_flight.update(found)
-                    self._journal_added(found, requests)
-                    return found[-1]
+                    self._journal_found(found, requests)
+                    return found[0]  # not in `_in_flight`: a batch found may be another client's, never ours to cancel
                 continue
             except anthropic.APIStatusError as exc:  # refused: no batch was made
                 if attempt < _CREATE_ATTEMPTS and is_transient(exc.status_code):
@@ -565,6 +583,19 @@ class BatchRounds:
             self._in_flight.add(batch_id)
             self._journal_added([batch_id], requests)
             return batch_id
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _look_for(self, requests: int, since: float) -> list[str]:
+        """`_created_batches` after a create whose answer was lost, asked until the list answers (`_backoff`
+        apart, `_CREATE_ATTEMPTS` times); the API's last error when it never does (the round stops, the
+        requests journaled for a resume to look)."""
+        for attempt in range(1, _CREATE_ATTEMPTS + 1):
+            self._pause(_backoff(attempt))
+            try:
+                return self._created_batches(requests, since, time.time())
+            except (anthropic.APIConnectionError, anthropic.InternalServerError, anthropic.RateLimitError):
+                if attempt == _CREATE_ATTEMPTS:
+                    raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _journal_added(self, batch_ids: list[str], requests: dict[str, str]) -> None:
@@ -659,7 +690,6 @@ class BatchRounds:
         29 days, another workspace's): it answers nothing, so its requests are submitted again in the next
         round (a resume that only waited for it would fail the same way every time)."""
         self._results[batch_id] = {}
-        self._unknown.add(batch_id)
         print(f"judge-replay: batch {batch_id} is not known to the API, or its results are gone (deleted, older than "
               "29 days, or of another workspace): its requests are submitted again", file=sys.stderr)
 

@@ -217,7 +217,7 @@ def test_a_run_stopped_while_its_batch_was_being_created_finds_that_batch_on_res
         log = list(model.app.batches.log)
         # one batch of someone else's, of another size, created meanwhile, is not taken for it
     if stop == signal.SIGKILL:
-        assert f"batch {first} was being submitted when the run stopped: its results are used" in said
+        assert f"batch {first} may be the one being submitted when the run stopped: its results answer" in said
     submitted = Counter((s.custom_id, s.params_sha256) for s in log)
     assert [entry for entry, n in submitted.items() if n > 1] == []
     assert json.loads((workdir / "batch" / "run.json").read_text("utf-8"))["batch_ids"][0] == first
