@@ -103,8 +103,12 @@ def custom_id(claims_file: str, turn: int, digest: str) -> str:
     request's digest, so that a result says which request it answers (what lets a resume use a batch it
     found, not journaled: `BatchRounds._find_unjournaled`)."""
     slug = re.sub(r"[^A-Za-z0-9]+", "-", claims_file).strip("-")[:28] or "file"
-    file_digest = hashlib.sha256(claims_file.encode("utf-8")).hexdigest()[:8]
-    return f"{slug}-{file_digest}-t{turn}-{digest[:12]}"
+    return f"{slug}-{_file_tag(claims_file)}-t{turn}-{digest[:12]}"
+
+
+def _file_tag(claims_file: str) -> str:
+    """The part of a `custom_id` that tells its claims file from every other (the slug may not)."""
+    return hashlib.sha256(claims_file.encode("utf-8")).hexdigest()[:8]
 
 
 def request_digest(params: dict[str, Any]) -> str:
@@ -198,10 +202,13 @@ class BatchJournal:
         """The batches whose results the run read, in the order they were submitted."""
         return [str(b["id"]) for b in self.batches if b["id"] in self.used]
 
-    def creating(self, requests: dict[str, str]) -> None:
-        """A batch of these requests (custom_id -> digest) is about to be created (see `submitting`)."""
-        self.submitting = {"since": time.time(), "requests": requests}
+    def creating(self, requests: dict[str, str]) -> float:
+        """A batch of these requests (custom_id -> digest) is about to be created (see `submitting`);
+        returns when (epoch seconds: where a look-up for it starts)."""
+        since = time.time()
+        self.submitting = {"since": since, "requests": requests}
         self._save()
+        return since
 
     def sending_again(self) -> None:
         """The batch being created is sent again (after a look-up found no batch): when, for a resume to
@@ -246,7 +253,7 @@ class BatchJournal:
     def forget_last_turns(self, files: list[str]) -> None:
         """Drop each of these claims files' last journaled turn (`custom_id` names the file and the turn)."""
         for file in files:
-            mark = re.compile(rf"-{hashlib.sha256(file.encode('utf-8')).hexdigest()[:8]}-t(\d+)(?:-|$)")
+            mark = re.compile(rf"-{_file_tag(file)}-t(\d+)(?:-|$)")
             turns = [int(m.group(1)) for b in self.batches for cid in b["requests"] if (m := mark.search(str(cid)))]
             if not turns:
                 continue
@@ -546,10 +553,9 @@ class BatchRounds:
         A run that cannot look stops its round with the requests journaled: a resume looks for the batch."""
         requests = {c.custom_id: c.digest for c in chunk}
         try:
-            self.journal.creating(requests)
+            since = self.journal.creating(requests)
         except (OSError, ReplayError) as exc:
             raise self._journal_failed(exc) from exc
-        since = float(self.journal.submitting["since"]) if self.journal.submitting else time.time()
         client = self._client.with_options(max_retries=0)
         for attempt in range(1, _CREATE_ATTEMPTS + 1):
             if attempt > 1:
