@@ -137,6 +137,9 @@ class BatchJournal:
         """A batch being created (`{"since": epoch seconds, "requests": {custom_id: digest}}`), from just
         before its create request until its id is journaled: a run killed meanwhile may have paid for a
         batch whose id it never learnt, which a resume looks for (`BatchRounds._find_unjournaled`)."""
+        self.final_answers: dict[str, str] = {}
+        """Claims file -> custom_id of the entry whose answer ended its conversation this run (a stop reason
+        other than `tool_use`): if the file failed, that answer is what it failed on (`forget_final_answers`)."""
         self._by_digest: dict[str, list[tuple[str, str]]] = {}
         self._lock = threading.Lock()
 
@@ -250,17 +253,17 @@ class BatchJournal:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write_text(self.path, json.dumps(data, indent=1) + "\n")
 
-    def forget_last_turns(self, files: list[str]) -> None:
-        """Drop each of these claims files' last journaled turn (`custom_id` names the file and the turn)."""
-        for file in files:
-            mark = re.compile(rf"-{_file_tag(file)}-t(\d+)(?:-|$)")
-            turns = [int(m.group(1)) for b in self.batches for cid in b["requests"] if (m := mark.search(str(cid)))]
-            if not turns:
-                continue
-            last = max(turns)
-            for batch in self.batches:
-                batch["requests"] = {cid: d for cid, d in batch["requests"].items()
-                                     if not ((m := mark.search(str(cid))) and int(m.group(1)) == last)}
+    def forget_final_answers(self, files: list[str]) -> None:
+        """Drop the entry whose answer ended each of these failed claims files' conversations (a verdict
+        list that could not be read, `max_tokens`, a refusal): a retry that took it from the journal would
+        fail on it again, so it is asked again. A file that failed after an answer asking for tools (a Learn
+        error, `--max-cost`, a failed round) keeps every answer: none is paid for twice. An entry that
+        errored is never taken from the journal (`BatchRounds._one_round`), so none needs dropping."""
+        ended = {self.final_answers[file] for file in files if file in self.final_answers}
+        if not ended:
+            return
+        for batch in self.batches:
+            batch["requests"] = {cid: d for cid, d in batch["requests"].items() if cid not in ended}
         self._by_digest = {}
         batches, self.batches = self.batches, []
         for batch in batches:
@@ -296,6 +299,7 @@ class _Waiting:
     custom_id: str
     params: dict[str, Any]
     digest: str
+    claims_file: str = ""
     attempts: int = 0
     reserved_usd: float = 0.0
     """What `--max-cost` reserved for this request's submission (released when its result is booked)."""
@@ -377,7 +381,7 @@ class BatchRounds:
         when the run stops first)."""
         turn = 1 + sum(1 for m in params.get("messages", []) if isinstance(m, dict) and m.get("role") == "assistant")
         digest = request_digest(params)
-        waiting = _Waiting(custom_id(claims_file, turn, digest), params, digest)
+        waiting = _Waiting(custom_id(claims_file, turn, digest), params, digest, claims_file)
         with self._cond:
             self._waiting[waiting.custom_id] = waiting
             self._cond.notify_all()
@@ -745,6 +749,10 @@ class BatchRounds:
             w.reserved_usd = 0.0
         if _succeeded(result):
             assert result is not None
+            if result["message"].get("stop_reason") == "tool_use":
+                self.journal.final_answers.pop(w.claims_file, None)
+            else:
+                self.journal.final_answers[w.claims_file] = w.custom_id
             headers = {"content-type": "application/json"}
             if self.stand_in:
                 headers[STAND_IN_HEADER] = "model"
@@ -1013,11 +1021,11 @@ class ModelRoute:
     def finished(self, failed: list[str]) -> None:
         """The run folder is written: forget the journal, unless claims files `failed`: their turns already
         answered are then answered from it by `--retry-failed --batch --resume`, not paid for again, except
-        each one's last turn, whose answer is what the file failed on (or came before its failure), and
-        which the retry asks again."""
+        an answer that ended a failed file's conversation, which is what it failed on, and which the retry
+        asks again (`BatchJournal.forget_final_answers`)."""
         if self.batch is None:
             return
         if failed:
-            self.batch.journal.forget_last_turns(failed)
+            self.batch.journal.forget_final_answers(failed)
         else:
             self.batch.journal.remove()

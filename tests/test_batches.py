@@ -393,3 +393,31 @@ def test_the_bound_on_submissions_holds_across_a_resume(workdir: Path, demo_lear
     error = json.loads((workdir / "batch" / "results.json").read_text("utf-8"))
     [failed] = [f for f in error["files"] if f["error"]]
     assert failed["file"] == "docs/evaluation.md" and "errored (3 submission(s))" in failed["error"], err
+
+
+def test_a_retry_of_files_that_failed_after_their_answers_asked_for_tools_pays_for_none_of_their_turns_again(
+        workdir: Path, demo_learn: Any, capsys: Any) -> None:
+    # Learn fails every fetch of the page docs/evaluation.md cites (another file fetches it too), after
+    # the model's answers asked for it: those files fail on Learn, not on an answer, so the --retry-failed
+    # --resume command takes every answer they were given from the journal (before, each failed file's
+    # last journaled turn was dropped and paid for again, whatever the file failed on)
+    with start_model(batch_settings=BatchSettings(delay=0.1)) as model:
+        demo_learn.fail_next(10_000, 503, about="concepts/observability")
+        assert judge_demo(demo_learn, model, "batch", "--batch") == 1
+        err = capsys.readouterr().err
+        failed = {f["file"]: f["error"] for f in json.loads((workdir / "batch" / "results.json").read_text("utf-8"))["files"]
+                  if f["error"]}
+        assert "docs/evaluation.md" in failed and len(failed) < 5, err
+        assert all("answered tools/call with HTTP 503" in e for e in failed.values()), failed
+        retry = shlex.split(err.split("To record just those again:\n", 1)[1].splitlines()[0])
+        first = list(model.app.batches.log)
+        demo_learn.stop_failing()
+        assert main([*retry[1:], "--no-progress"]) == 0, capsys.readouterr().err
+        log = list(model.app.batches.log)
+    tags = tuple(custom_id(file, 0, "").rsplit("-t", 1)[0] for file in failed)
+    asked = {s.custom_id for s in first if s.custom_id.startswith(tags)}
+    again = {s.custom_id for s in log[len(first):]}
+    assert asked and again and not asked & again, (asked, again)
+    assert [entry for entry, n in Counter((s.custom_id, s.params_sha256) for s in log).items() if n > 1] == []
+    assert all(v[4] is None for v in verdicts(workdir / "batch").values())
+    assert main(["cassettes", "verify", "batch"]) == 0, capsys.readouterr().out

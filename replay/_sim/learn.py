@@ -289,12 +289,13 @@ class LearnRequest:
 
 @dataclass
 class _FailurePlan:
-    """Planned transient failures: the next `count` requests of `method` get `status`."""
+    """Planned transient failures: the next `count` requests of `method` (whose body holds `about`) get `status`."""
 
     count: int
     status: int
     method: str | None
     retry_after: str
+    about: bytes = b""
 
 
 class LearnApp:
@@ -360,17 +361,21 @@ class LearnApp:
 
     # ------------------------------------------------------------------ planned failures
 
-    def plan_failures(self, count: int, status: int, method: str | None, retry_after: str) -> None:
+    def plan_failures(self, count: int, status: int, method: str | None, retry_after: str, about: str = "") -> None:
         if status not in TRANSIENT_STATUSES:
             raise ValueError(f"not a transient failure status: {status} (one of {sorted(TRANSIENT_STATUSES)})")
         with self._lock:
-            self._plans.append(_FailurePlan(count, status, method, retry_after))
+            self._plans.append(_FailurePlan(count, status, method, retry_after, about.encode("utf-8")))
+
+    def clear_failures(self) -> None:
+        with self._lock:
+            self._plans.clear()
 
     def planned_failure(self, method: str | None, body: bytes) -> _FailurePlan | None:
         """The failure this request gets, if one is planned for it (a planned one first, then `flaky`)."""
         with self._lock:
             for plan in self._plans:
-                if plan.count > 0 and (plan.method is None or plan.method == method):
+                if plan.count > 0 and (plan.method is None or plan.method == method) and plan.about in body:
                     plan.count -= 1
                     return plan
             if self.flaky and method == "tools/call":
@@ -654,10 +659,15 @@ class LearnStandIn(StandIn):
         return [call[len(prefix):] for call in list(self.app.calls) if call.startswith(prefix)]
 
     def fail_next(self, count: int = 1, status: int = 503, *, method: str | None = "tools/call",
-                  retry_after: str = "0") -> None:
-        """Make the next `count` requests of JSON-RPC `method` (None: any POST) fail with `status` (408,
-        429 or 5xx) and `retry-after`, as the CDN in front of Learn does now and then."""
-        self.app.plan_failures(count, status, method, retry_after)
+                  retry_after: str = "0", about: str = "") -> None:
+        """Make the next `count` requests of JSON-RPC `method` (None: any POST) whose body holds `about`
+        (a page's URL, say) fail with `status` (408, 429 or 5xx) and `retry-after`, as the CDN in front of
+        Learn does now and then."""
+        self.app.plan_failures(count, status, method, retry_after, about)
+
+    def stop_failing(self) -> None:
+        """Drop every failure `fail_next` planned that has not happened yet."""
+        self.app.clear_failures()
 
 
 def start_learn(pages_dir: Path, port: int = 0, *, log: Log | None = None, strict_sessions: bool = False,
