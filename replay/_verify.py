@@ -28,6 +28,8 @@ class VerifyReport:
     """One line each, naming the claims file (empty: the run reproduces)."""
     interactions: int = 0
     """Recorded interactions in the run's cassettes."""
+    page_snapshot: bool = False
+    """The folder is a page snapshot `drift --live` wrote, not a run: no model was called, nothing to replay."""
 
     @property
     def ok(self) -> bool:
@@ -43,6 +45,8 @@ def verify_run(run_dir: str | Path) -> VerifyReport:
 
 
 def _verify(run: Run) -> VerifyReport:
+    if run.is_page_snapshot:
+        return VerifyReport(str(run.path), [], page_snapshot=True)
     results = load_results(run.path)
     batched = {f.file: f.batch for f in results.files}
     recorded = {f.file: _fingerprint(f) for f in results.files}  # memory holds the replay's results, and these

@@ -77,6 +77,22 @@ def test_verify_a_faithful_run(recorded_run: Path, capsys: pytest.CaptureFixture
     assert "ok (" in out and "results reproduced" in out
 
 
+def test_verify_skips_a_page_snapshot_among_the_runs_and_says_so(recorded_run: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # `cassettes verify cassettes/*` with a drift --live page snapshot among the runs: it stopped there
+    # ("prompt.md: missing") and verified nothing else
+    snapshot = tmp_path / "pages-20261201-082703"
+    snapshot.mkdir()
+    manifest = json.loads((recorded_run / "run.json").read_text("utf-8"))
+    (snapshot / "run.json").write_text(json.dumps({**manifest, "prompt": "pages-snapshot", "model": "none"}), "utf-8")
+    code, out, err = run_cli(capsys, "cassettes", "verify", str(snapshot), str(recorded_run))
+    assert code == 0, out + err
+    assert out.splitlines()[0] == f"{snapshot}: skipped (a page snapshot drift --live wrote: it called no model, nothing to replay)"
+    assert f"{recorded_run}: ok (" in out
+    code, _, err = run_cli(capsys, "cassettes", "verify", str(snapshot))
+    assert code == 2 and err.strip().endswith("holds only page snapshots, no run to verify"), err
+
+
 def test_verify_explains_a_changed_result(recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = copy_run(recorded_run, tmp_path / "run")
     results = json.loads((run / "results.json").read_text())

@@ -201,6 +201,8 @@ def test_live_against_the_learn_stand_in_records_a_reproducible_snapshot(tmp_pat
     assert (manifest["prompt"], manifest["model"], manifest["mode"]) == ("pages-snapshot", "none", "record")
     assert manifest["stand_ins"] == ["learn"] and len(manifest["claims"]) == 3
     assert Run(snapshot).page(OLD).sha256 is None  # "could not be retrieved" was recorded as such
+    code, out, err = run_cli(capsys, "cassettes", "verify", snapshot)  # a snapshot is not a run to replay
+    assert code == 2 and "skipped (a page snapshot" in out and "no run to verify" in err, out + err
 
     # reproducible: the same comparison offline, with the stand-in gone
     code, out, _ = run_cli(capsys, "drift", old, "--against", snapshot, "--claims", claims, "--json")

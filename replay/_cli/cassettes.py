@@ -60,13 +60,18 @@ def audit(paths: tuple[Path, ...]) -> None:
 @click.argument("runs", nargs=-1, required=True, type=click.Path(readable=False, path_type=Path))
 def verify(runs: tuple[Path, ...]) -> None:
     """Replay each run offline and check it reproduces its results.json and uses every recorded
-    interaction. Exit 1 on any mismatch."""
+    interaction. Exit 1 on any mismatch. A page snapshot `drift --live` wrote among them (`cassettes/*`)
+    is skipped, and said so."""
     from .._verify import verify_run
 
-    failed = 0
+    failed = verified = 0
     for run in runs:
         report = verify_run(run)
         shown = printable(str(run))
+        if report.page_snapshot:
+            click.echo(f"{shown}: skipped (a page snapshot drift --live wrote: it called no model, nothing to replay)")
+            continue
+        verified += 1
         if report.ok:
             click.echo(f"{shown}: ok ({report.interactions} interactions replayed, results reproduced)")
             continue
@@ -75,7 +80,9 @@ def verify(runs: tuple[Path, ...]) -> None:
         for problem in report.problems:
             click.echo(f"  {printable(problem)}")
     if failed:
-        raise CheckFailed(f"{failed} of {len(runs)} run(s) did not reproduce")
+        raise CheckFailed(f"{failed} of {verified} run(s) did not reproduce")
+    if not verified:
+        raise InputError(", ".join(str(run) for run in runs), "holds only page snapshots, no run to verify")
 
 
 @command.command("list", epilog=examples("judge-replay cassettes list cassettes --json"))
