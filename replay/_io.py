@@ -287,6 +287,24 @@ class _KeyTwice(ValueError):
     """An object of a file we read gives one key twice."""
 
 
+REPEATED_KEY = " (again)"
+"""What `every_value=True` (`parse_json`, `_yaml.load_yaml`) appends to a key given again in one object."""
+
+
+def repeated_key(mapping: dict[Any, Any], key: Any) -> Any:
+    """`key`, or when `mapping` has it already, `"key (again)"` (again and again, until it is new)."""
+    while key in mapping:
+        key = f"{key}{REPEATED_KEY}"
+    return key
+
+
+def _every_value(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        data[repeated_key(data, key)] = value
+    return data
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object's members, refusing a key given twice: JSON leaves which one counts to the reader, and a
     hand-merged file that says two things must not be read as saying the last."""
@@ -312,16 +330,17 @@ def deeper_than(data: Any, limit: int) -> bool:
     return False
 
 
-def parse_json(text: str, path: str | Path) -> Any:
+def parse_json(text: str, path: str | Path, *, every_value: bool = False) -> Any:
     """Parse JSON text read from `path` (the one JSON parser for files users give us): NaN, Infinity,
     out-of-range numbers, a key given twice in one object and nesting deeper than MAX_JSON_DEPTH are
-    InputErrors naming the file."""
+    InputErrors naming the file. `every_value`: a key given twice keeps both values, the second as
+    `key (again)` (`repeated_key`; `cassettes audit` scans them all)."""
     if not text.strip():
         raise InputError(path, "is empty, expected JSON")
     too_deep = InputError(path, f"nested more than {MAX_JSON_DEPTH} levels deep, more than any file of ours")
     try:
         data = json.loads(text, parse_float=_finite_number, parse_int=_whole_number, parse_constant=_no_constant,
-                          object_pairs_hook=_unique_keys)
+                          object_pairs_hook=_every_value if every_value else _unique_keys)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
     except RecursionError:

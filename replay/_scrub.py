@@ -580,9 +580,9 @@ def _files(paths: Iterable[str | Path]) -> list[Path]:
 
 def _load_any(path: Path) -> Any:
     text = read_text(path)
-    if path.suffix == ".json":
-        return parse_json(text, path)
-    return load_yaml(text, path)
+    if path.suffix == ".json":  # a key given twice: both values are scanned
+        return parse_json(text, path, every_value=True)
+    return load_yaml(text, path, every_value=True)
 
 
 _Hit = tuple[Finding, str]

@@ -66,6 +66,22 @@ def test_audit_reports_a_planted_key_masked(tmp_path: Path, capsys: pytest.Captu
     assert "1 secret(s) found in 1 of 1 file(s)" in err
 
 
+def test_audit_scans_both_values_of_a_key_given_twice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a parser keeps a repeated key's last value: the first went unread, and a YAML cassette with a key
+    # in its first Authorization header passed as "no secrets found"; a JSON file stopped the audit
+    (tmp_path / "dup.yaml").write_text(
+        "interactions:\n- request:\n    headers:\n"
+        f"      Authorization: [Bearer {KEY}]\n      Authorization: [REDACTED]\n"
+        "    method: GET\n    uri: https://example.com/\n  response: {status: {code: 200}}\nversion: 1\n", "utf-8")
+    (tmp_path / "dup.json").write_text(json.dumps({"interactions": []})[:-1] + f', "x-api-key": "{KEY}", "x-api-key": "none"}}',
+                                       "utf-8")
+    code, out, err = run_cli(capsys, "cassettes", "audit", str(tmp_path))
+    assert code == 1, out + err
+    assert "dup.yaml: interaction 0, request.headers.Authorization: authorization header Bearer…" in out
+    assert "dup.json: file, x-api-key: secret field" in out
+    assert "2 secret(s) found in 2 of 2 file(s)" in err and KEY not in out + err
+
+
 def test_audit_of_a_missing_path_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(capsys, "cassettes", "audit", str(tmp_path / "nope"))
     assert code == 2 and "nope: no such file or folder" in err and "Traceback" not in err
