@@ -21,7 +21,7 @@ from ._cost import PRICES, Price, run_cost, with_costs
 from ._errors import InputError, UsageError
 from ._gate import adoption_gate
 from ._grading import ClaimKey, claim_info, grade_results, is_correct
-from ._io import atomic_write_text, display_path, dump_json, load_gold, read_json, results_json_path
+from ._io import atomic_write_text, display_path, dump_json, listed, load_gold, read_json, results_json_path
 from ._matching import results_differences
 from ._records import AnyClaim, Claim, ClaimResult, FlipReport, GateDecision, GoldSet, ResultsFile, Scores, Verdict
 from ._runfolder import changing, journal_path
@@ -193,11 +193,18 @@ def rerecord_hint(label: str, run: Run | None, scores: Scores) -> str | None:
     files = {e.file for e in scores.errors if e.kind == "no_verdict"}
     if not files:
         return None
-    if run is not None and files <= {c.file for c in run.manifest.claims}:
+    if run is None:
+        return (f"record the claims of {listed(sorted(files))} again ({label} is not a run folder that names its "
+                "claims files, so the command is not known)")
+    judged = {c.file for c in run.manifest.claims}
+    hints = []
+    if files & judged:
         kept = run.manifest.batch_ids is not None and journal_path(run.path).is_file()  # its batches: not paid again
-        return retry_failed_command(run.manifest, display_path(run.path), resume=kept)
-    return (f"record the claims of {', '.join(sorted(files))} again ({label} is not a run folder that names its "
-            f"claims files, so the command is not known)")
+        hints.append(retry_failed_command(run.manifest, display_path(run.path), resume=kept))
+    if files - judged:
+        hints.append(f"{label} judged no claims file of {listed(sorted(files - judged))}: judge them into it, "
+                     "or grade against a gold set of the files it judged")
+    return "; and ".join(hints)
 
 
 def results_file_name(prompt: str) -> str:

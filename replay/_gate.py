@@ -131,8 +131,13 @@ def missing_verdicts(scores: Scores, who: str) -> str | None:
     if not scores.no_verdict:
         return None
     n = scores.no_verdict
+    unjudged = len(scores.unmatched_gold)  # gold claims the results say nothing of
+    why = "failed or cut-off conversations:"
+    if unjudged:
+        why = ", ".join(part for part in (f"{n - unjudged} in failed or cut-off conversations" if n > unjudged else "",
+                                          f"{unjudged} it never judged") if part) + ";"
     return (f"the {who} has {n} claim{'' if n == 1 else 's'} without a verdict out of {scores.graded} "
-            f"(failed or cut-off conversations: counted as FN where the gold flags the claim, never as a negative)")
+            f"({why} counted as FN where the gold flags the claim, never as a negative)")
 
 
 def gate_rule(baseline: Scores, candidate: Scores) -> tuple[bool, str]:

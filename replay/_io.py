@@ -10,7 +10,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -120,6 +120,16 @@ def printable(text: str) -> str:
     text output prints."""
     text = redact(text)
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
+
+
+MAX_LISTED = 50
+"""The most items (claim ids, files) one list of a text or markdown report names; `--json` names all."""
+
+
+def listed(items: Sequence[Any], name: Callable[[Any], str] = str) -> str:
+    """`a, b, c` (each item's `name`), or the first MAX_LISTED and how many more."""
+    more = f", ... and {len(items) - MAX_LISTED:,} more" if len(items) > MAX_LISTED else ""
+    return ", ".join(name(item) for item in items[:MAX_LISTED]) + more
 
 
 def portable_path(path: str | Path) -> str:

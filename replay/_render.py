@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ._grading import NO_VERDICT
-from ._io import printable
+from ._io import MAX_LISTED, listed, printable
 from ._plain_table import PRINTED_LINES, Prerendered, plain_panel, plain_table_lines, shows_no_style
 from ._records import VERDICTS, ClaimError, GateDecision, Scores
 
@@ -204,16 +204,6 @@ def no_verdict_lines(scores: Scores) -> list[str]:
     lines = [f"{file}: {listed(ids)} — {error}" for (file, error), ids in groups.items()]
     return lines[:MAX_LISTED] + ([f"... and {len(lines) - MAX_LISTED:,} more files (--json lists every claim)"]
                                  if len(lines) > MAX_LISTED else [])
-
-
-MAX_LISTED = 50
-"""The most items (claim ids, files) one list of a text or markdown report names; `--json` names all."""
-
-
-def listed(items: Sequence[Any], name: Callable[[Any], str] = str) -> str:
-    """`a, b, c` (each item's `name`), or the first MAX_LISTED and how many more."""
-    more = f", ... and {len(items) - MAX_LISTED:,} more" if len(items) > MAX_LISTED else ""
-    return ", ".join(name(item) for item in items[:MAX_LISTED]) + more
 
 
 def no_verdict_heading(scores: Scores) -> str:

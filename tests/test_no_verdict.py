@@ -126,6 +126,28 @@ def test_results_outside_a_run_say_which_files_to_record_again(project, capsys):
     assert any(n.startswith("cannot tell whether v3-results.json came from") for n in out["notes"])
 
 
+def test_gold_claims_of_files_the_run_never_judged_are_named_as_such_and_the_list_is_capped(project, capsys):
+    # a gold set far larger than the run: the claims of the 60 files it never judged are no verdict too,
+    # but not "failed or cut-off conversations", and the run is a run folder whose command re-records
+    # its own failed files; the files it never judged are named, the first 50 of them
+    gold = json.loads((project / "gold.json").read_text("utf-8"))
+    gold["items"] += [{"file": f"docs/extra-{i:03d}.md", "id": "x-1", "label": "correct"} for i in range(60)]
+    write_json(project / "big-gold.json", gold)
+    assert main(["grade", "runs/v3-failed", "--gold", "big-gold.json", "--baseline", "runs/v2", "--json"]) == 0
+    reason = json.loads(capsys.readouterr().out)["gate"]["reason"]
+    reason, baseline_fix = reason.split("; to re-record the baseline's claims without a verdict: ")
+    head, fix = reason.split("; to re-record the candidate's claims without a verdict: ")
+    assert "and the baseline has 60 claims without a verdict out of 103 (60 it never judged; counted as FN" in head
+    assert baseline_fix.startswith("runs/v2 judged no claims file of docs/extra-000.md, ") and "; and " not in baseline_fix
+    assert head.startswith("do not adopt: the candidate has 75 claims without a verdict out of 103 (15 in failed or "
+                           "cut-off conversations, 60 it never judged; counted as FN where the gold flags the claim")
+    command, never = fix.split("; and ")
+    manifest = RunManifest.model_validate_json((project / "runs" / "v3-failed" / "run.json").read_text("utf-8"))
+    assert command == retry_failed_command(manifest, "runs/v3-failed")
+    assert never == ("runs/v3-failed judged no claims file of " + ", ".join(f"docs/extra-{i:03d}.md" for i in range(50))
+                     + ", ... and 10 more: judge them into it, or grade against a gold set of the files it judged")
+
+
 def test_text_and_markdown_count_and_list_claims_without_a_verdict(project, capsys):
     assert main(["grade", "runs/v3-failed", "--gold", "gold.json", "--baseline", "runs/v2"]) == 0
     text = capsys.readouterr().out
