@@ -297,22 +297,27 @@ class _KeyTwice(ValueError):
     """An object of a file we read gives one key twice."""
 
 
-REPEATED_KEY = " (again)"
-"""What `every_value=True` (`parse_json`, `_yaml.load_yaml`) appends to a key given again in one object."""
+class RepeatedKeys(dict[Any, Any]):
+    """A JSON object or YAML mapping read with `every_value` that may give a key more than once: as a
+    dict it holds each key's last value, as a parser keeps; `pairs` holds every member, in order."""
+
+    pairs: list[tuple[Any, Any]]
 
 
-def repeated_key(mapping: dict[Any, Any], key: Any) -> Any:
-    """`key`, or when `mapping` has it already, `"key (again)"` (again and again, until it is new)."""
-    while key in mapping:
-        key = f"{key}{REPEATED_KEY}"
-    return key
+def members(mapping: dict[Any, Any]) -> Iterable[tuple[Any, Any]]:
+    """Every (key, value) of a mapping, those of a key given again too (`RepeatedKeys`)."""
+    return mapping.pairs if isinstance(mapping, RepeatedKeys) else mapping.items()
 
 
-def _every_value(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    data: dict[str, Any] = {}
-    for key, value in pairs:
-        data[repeated_key(data, key)] = value
-    return data
+def every_member(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """An object's members, keeping every value of a key given twice (`RepeatedKeys`): a scanner must
+    see them all, and the first would go unread."""
+    data = dict(pairs)
+    if len(data) == len(pairs):
+        return data
+    repeated = RepeatedKeys(data)
+    repeated.pairs = list(pairs)
+    return repeated
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -343,14 +348,14 @@ def deeper_than(data: Any, limit: int) -> bool:
 def parse_json(text: str, path: str | Path, *, every_value: bool = False) -> Any:
     """Parse JSON text read from `path` (the one JSON parser for files users give us): NaN, Infinity,
     out-of-range numbers, a key given twice in one object and nesting deeper than MAX_JSON_DEPTH are
-    InputErrors naming the file. `every_value`: a key given twice keeps both values, the second as
-    `key (again)` (`repeated_key`; `cassettes audit` scans them all)."""
+    InputErrors naming the file. `every_value`: a key given twice is no error, and an object that
+    gives one keeps every value (`every_member`; `cassettes audit` scans them all)."""
     if not text.strip():
         raise InputError(path, "is empty, expected JSON")
     too_deep = InputError(path, f"nested more than {MAX_JSON_DEPTH} levels deep, more than any file of ours")
     try:
         data = json.loads(text, parse_float=_finite_number, parse_int=_whole_number, parse_constant=_no_constant,
-                          object_pairs_hook=_every_value if every_value else _unique_keys)
+                          object_pairs_hook=every_member if every_value else _unique_keys)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
     except RecursionError:

@@ -44,7 +44,7 @@ from urllib.parse import unquote
 
 from ._bodies import StringFix, is_sse, map_strings
 from ._errors import InputError
-from ._io import parse_json, read_text
+from ._io import every_member, members, parse_json, read_text
 from ._mcp import FETCH_TOOL, SEARCH_TOOL, parse_jsonrpc_reply, tool_result_text
 from ._secrets import CREDENTIAL_QUERY_NAMES, PLACEHOLDER, Redactor, is_credential_name, redact, registry, url_credentials
 from ._yaml import load_yaml
@@ -498,26 +498,33 @@ def audit_report(paths: Iterable[str | Path]) -> AuditReport:
     for path in _files(paths):
         folders.setdefault(path.parent, []).append(path)
     for group in folders.values():
-        loaded = [(path, _load_any(path)) for path in group]
+        loaded = [(path, data, _interactions(data)) for path in group for data in [_load_any(path)]]
         pages: dict[str, str] = {}
-        for _path, data in loaded:
-            items = data.get("interactions") if isinstance(data, dict) else None
-            if isinstance(items, list):
+        for _path, _data, items in loaded:
+            if items is not None:
                 for url, text in _page_texts(items).items():
                     pages[url] = pages.get(url, "") + "\n" + text
-        for path, data in loaded:
+        for path, data, items in loaded:
             files += 1
-            items = data.get("interactions") if isinstance(data, dict) else None
-            if isinstance(items, list):
+            if items is not None:
                 cassettes += 1
                 interactions += len(items)
                 hits = [hit for index, item in enumerate(items) for hit in _Scan(str(path), index).value(item, "")]
-                rest = {k: v for k, v in data.items() if k != "interactions"}
+                rest = every_member([(k, v) for k, v in members(data) if k != "interactions"])
                 hits.extend(_Scan(str(path), None).value(rest, ""))
             else:
                 hits = list(_Scan(str(path), None).value(data, ""))
             findings.extend(_classify(finding, secret, pages) for finding, secret in hits)
     return AuditReport(findings, cassettes, files, interactions)
+
+
+def _interactions(data: Any) -> list[Any] | None:
+    """A cassette's interactions (those of an `interactions` key given twice, one after the other), or
+    None for a file that is not a cassette."""
+    if not isinstance(data, dict):
+        return None
+    lists = [items for key, items in members(data) if key == "interactions" and isinstance(items, list)]
+    return [item for items in lists for item in items] if lists else None
 
 
 def _classify(finding: Finding, secret: str, pages: dict[str, str]) -> Finding:
@@ -606,7 +613,7 @@ class _Scan:
         if depth > 64:
             return
         if isinstance(value, dict):
-            for key, sub in value.items():
+            for key, sub in members(value):  # a key given twice: each of its values
                 name = str(key)
                 sub_where = f"{where}.{name}" if where else name
                 lname = name.lower()
@@ -664,7 +671,7 @@ class _Scan:
 
 def _json_or_none(text: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=every_member)
     except (ValueError, RecursionError):  # not JSON, or a number of more than 4300 digits
         return None
 

@@ -9,14 +9,14 @@ anchor). Nesting deeper than 1000 levels is refused by libyaml itself.
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ._errors import InputError
-from ._io import repeated_key
+from ._io import RepeatedKeys
 
 try:  # libyaml is ~10x faster; fall back to pure Python where it is missing
     Loader: Any = yaml.CSafeLoader
@@ -34,27 +34,31 @@ _ANCHOR = re.compile(r"(?:^|[\s\[{,:?-])&[^\s\[\]{},]")
 
 
 class _EveryValueLoader(Loader):  # type: ignore[misc]
-    """A loader that keeps every value of a key given twice in one mapping (`repeated_key`), as a
-    scanner must see them: a parser keeps the last, and the first would go unread."""
+    """A loader whose mappings keep every value of a key given twice (`_io.RepeatedKeys`), as a scanner
+    must see them: a parser keeps the last, and the first would go unread."""
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        if not isinstance(node, yaml.MappingNode):
-            return super().construct_mapping(node, deep=deep)
+    def construct_every_member(self, node: yaml.MappingNode) -> Iterator[RepeatedKeys]:
+        data = RepeatedKeys()
+        data.pairs = []
+        yield data  # filled after: a mapping may hold itself through an alias
         self.flatten_mapping(node)
-        mapping: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=deep)
+            key = self.construct_object(key_node)
             if not isinstance(key, Hashable):
                 raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
                                                         "found unhashable key", key_node.start_mark)
-            mapping[repeated_key(mapping, key)] = self.construct_object(value_node, deep=deep)
-        return mapping
+            value = self.construct_object(value_node)
+            data[key] = value
+            data.pairs.append((key, value))
+
+
+_EveryValueLoader.add_constructor("tag:yaml.org,2002:map", _EveryValueLoader.construct_every_member)
 
 
 def load_yaml(text: str, path: str | Path, *, every_value: bool = False) -> Any:
     """The document in `text` (read from `path`, named in errors). Nesting is bounded by libyaml (1000
-    levels; the pure-Python loader by the recursion limit). `every_value`: a key given twice in one
-    mapping keeps both values, the second as `key (again)` (`cassettes audit` scans them all)."""
+    levels; the pure-Python loader by the recursion limit). `every_value`: every mapping keeps every value
+    of a key given twice in it (`_io.RepeatedKeys`; `cassettes audit` scans them all)."""
     loader_class = _EveryValueLoader if every_value else Loader
     try:
         if not _ANCHOR.search(text):

@@ -66,20 +66,39 @@ def test_audit_reports_a_planted_key_masked(tmp_path: Path, capsys: pytest.Captu
     assert "1 secret(s) found in 1 of 1 file(s)" in err
 
 
-def test_audit_scans_both_values_of_a_key_given_twice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # a parser keeps a repeated key's last value: the first went unread, and a YAML cassette with a key
-    # in its first Authorization header passed as "no secrets found"; a JSON file stopped the audit
-    (tmp_path / "dup.yaml").write_text(
-        "interactions:\n- request:\n    headers:\n"
-        f"      Authorization: [Bearer {KEY}]\n      Authorization: [REDACTED]\n"
-        "    method: GET\n    uri: https://example.com/\n  response: {status: {code: 200}}\nversion: 1\n", "utf-8")
-    (tmp_path / "dup.json").write_text(json.dumps({"interactions": []})[:-1] + f', "x-api-key": "{KEY}", "x-api-key": "none"}}',
-                                       "utf-8")
+def test_audit_scans_every_value_of_a_key_given_twice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a parser keeps a repeated key's last value: a secret in another went unread ("no secrets found"),
+    # and a JSON file stopped the audit. Each value is scanned under its own name (a header or field
+    # known by its name only), after a merge key, in a JSON body, in a `headers` or `interactions`
+    # given twice; a key given thousands of times costs no more than thousands of keys
+    token = "k7Qw9zX2mN4pL8rT1vB6yH3jF5dS0aGe"  # known as a secret by its header or field name only
+    request = "    method: GET\n    uri: https://example.com/\n  response: {status: {code: 200}}\n"
+    (tmp_path / "first.yaml").write_text(
+        f"interactions:\n- request:\n    headers:\n      Authorization: [Bearer {KEY}]\n"
+        f"      Authorization: [REDACTED]\n{request}version: 1\n", "utf-8")
+    (tmp_path / "second.yaml").write_text(
+        f"interactions:\n- request:\n    headers:\n      x-api-key: [REDACTED]\n      x-api-key: [{token}A1]\n"
+        f"    body: '{{\"api_key\": \"{token}B2\", \"api_key\": \"none\"}}'\n{request}version: 1\n", "utf-8")
+    (tmp_path / "merged.yaml").write_text(
+        f"interactions:\n- request:\n    headers: {{<<: {{x-api-key: [REDACTED]}}, x-api-key: [{token}C3]}}\n"
+        f"{request}version: 1\n", "utf-8")
+    (tmp_path / "twice.yaml").write_text(
+        f"interactions: []\ninteractions:\n- request:\n    headers: {{}}\n    headers: {{x-api-key: [{token}D4]}}\n"
+        f"{request}version: 1\n", "utf-8")
+    (tmp_path / "dup.json").write_text(f'{{"interactions": [], "api_key": "REDACTED", "api_key": "{token}E5"}}', "utf-8")
+    (tmp_path / "many.json").write_text("{" + ",".join(['"a": 1'] * 5000) + "}", "utf-8")
+    (tmp_path / "many.yaml").write_text("a: 1\n" * 5000, "utf-8")
     code, out, err = run_cli(capsys, "cassettes", "audit", str(tmp_path))
     assert code == 1, out + err
-    assert "dup.yaml: interaction 0, request.headers.Authorization: authorization header Bearer…" in out
-    assert "dup.json: file, x-api-key: secret field" in out
-    assert "2 secret(s) found in 2 of 2 file(s)" in err and KEY not in out + err
+    lines = set(out.splitlines())
+    assert f"{tmp_path / 'first.yaml'}: interaction 0, request.headers.Authorization: authorization header Bearer…" in out
+    for name, where, kind, end in (("second.yaml", "request.headers.x-api-key", "x-api-key header", "A1"),
+                                   ("second.yaml", "request.body.api_key", "secret field", "B2"),
+                                   ("merged.yaml", "request.headers.x-api-key", "x-api-key header", "C3"),
+                                   ("twice.yaml", "request.headers.x-api-key", "x-api-key header", "D4")):
+        assert f"{tmp_path / name}: interaction 0, {where}: {kind} k7Qw9z…Ge{end}" in lines, out
+    assert f"{tmp_path / 'dup.json'}: file, api_key: secret field k7Qw9z…GeE5" in lines, out
+    assert "6 secret(s) found in 5 of 7 file(s)" in err and KEY not in out + err and token not in out + err
 
 
 def test_audit_of_a_missing_path_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
