@@ -61,6 +61,7 @@ from ._errors import RecordingFailed, ReplayError, SystemFailed, UsageError, deb
 from ._io import atomic_write_text, display_path, os_error_about, printable, read_json, system_error_text
 from ._learn import shared_ssl_context
 from ._mcp import STAND_IN_HEADER
+from ._records import FileResult
 from ._recorder import is_transient
 from ._runfolder import journal_path
 
@@ -137,9 +138,12 @@ class BatchJournal:
         """A batch being created (`{"since": epoch seconds, "requests": {custom_id: digest}}`), from just
         before its create request until its id is journaled: a run killed meanwhile may have paid for a
         batch whose id it never learnt, which a resume looks for (`BatchRounds._find_unjournaled`)."""
-        self.final_answers: dict[str, str] = {}
-        """Claims file -> custom_id of the entry whose answer ended its conversation this run (a stop reason
-        other than `tool_use`): if the file failed, that answer is what it failed on (`forget_final_answers`)."""
+        self.last_asked: dict[str, tuple[str, bool]] = {}
+        """Claims file -> the custom_id of its conversation's last request this run, and whether it was
+        answered (`forget_failure`)."""
+        self.unanswered: dict[str, set[tuple[str, str]]] = {}
+        """Claims file -> (batch id, custom_id) of each of its entries whose result this run read and that
+        was not an answer (errored, expired, canceled, missing)."""
         self._by_digest: dict[str, list[tuple[str, str]]] = {}
         self._lock = threading.Lock()
 
@@ -253,17 +257,22 @@ class BatchJournal:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write_text(self.path, json.dumps(data, indent=1) + "\n")
 
-    def forget_final_answers(self, files: list[str]) -> None:
-        """Drop the entry whose answer ended each of these failed claims files' conversations (a verdict
-        list that could not be read, `max_tokens`, a refusal): a retry that took it from the journal would
-        fail on it again, so it is asked again. A file that failed after an answer asking for tools (a Learn
-        error, `--max-cost`, a failed round) keeps every answer: none is paid for twice. An entry that
-        errored is never taken from the journal (`BatchRounds._one_round`), so none needs dropping."""
-        ended = {self.final_answers[file] for file in files if file in self.final_answers}
-        if not ended:
+    def forget_failure(self, result: FileResult) -> None:
+        """A claims file's conversation just failed (`result`): drop what a `--retry-failed --resume` (or a
+        resume) must not take from the journal. Its entries read as no answer (errored...): taken, they
+        would only count as submissions, and the retry would stop at once on the bound. And when it failed
+        on a model answer (`FileResult.failed_on_answer`: a refusal, a cut-off or unreadable answer, the
+        turn limit), that answer's entry: taken, it would fail the same way forever; it is asked again.
+        A file that failed on a service after an answer (Learn, `--max-cost`, a failed round) keeps every
+        answer, and a batch whose results were never read stays: none is paid for twice."""
+        dropped = self.unanswered.pop(result.file, set())
+        last = self.last_asked.pop(result.file, None)
+        answer = last[0] if last is not None and last[1] and result.failed_on_answer else None
+        if not dropped and answer is None:
             return
         for batch in self.batches:
-            batch["requests"] = {cid: d for cid, d in batch["requests"].items() if cid not in ended}
+            batch["requests"] = {cid: d for cid, d in batch["requests"].items()
+                                 if cid != answer and (str(batch["id"]), cid) not in dropped}
         self._by_digest = {}
         batches, self.batches = self.batches, []
         for batch in batches:
@@ -392,6 +401,7 @@ class BatchRounds:
                 if self._stopping:
                     raise KeyboardInterrupt
         assert waiting.answer is not None
+        self.journal.last_asked[claims_file] = (waiting.custom_id, waiting.answer[0] == 200)
         return waiting.answer
 
     def _find_unjournaled(self) -> None:
@@ -511,7 +521,7 @@ class BatchRounds:
         for batch_id, ws in batches.items():
             results = self._results[batch_id]
             for w in ws:
-                self._settle(w, results.get(w.custom_id))
+                self._settle(w, batch_id, results.get(w.custom_id))
 
     def _within_budget(self, new: list[_Waiting]) -> list[_Waiting]:
         """`--max-cost`: the round's new requests if their estimated cost fits, else none (each is answered
@@ -739,7 +749,7 @@ class BatchRounds:
             if self._stopping:
                 raise _Stopped
 
-    def _settle(self, w: _Waiting, result: dict[str, Any] | None) -> None:
+    def _settle(self, w: _Waiting, batch_id: str, result: dict[str, Any] | None) -> None:
         """Answer a request from its entry's result, or leave it waiting for a resubmission."""
         if self._budget is not None:  # book what the entry was billed (an entry without a result: nothing)
             if result is not None and _succeeded(result):
@@ -749,15 +759,12 @@ class BatchRounds:
             w.reserved_usd = 0.0
         if _succeeded(result):
             assert result is not None
-            if result["message"].get("stop_reason") == "tool_use":
-                self.journal.final_answers.pop(w.claims_file, None)
-            else:
-                self.journal.final_answers[w.claims_file] = w.custom_id
             headers = {"content-type": "application/json"}
             if self.stand_in:
                 headers[STAND_IN_HEADER] = "model"
             body = json.dumps(result["message"], ensure_ascii=False).encode("utf-8")
             return self._answer(w, (200, headers, body))
+        self.journal.unanswered.setdefault(w.claims_file, set()).add((batch_id, w.custom_id))
         kind = str((result or {}).get("type") or "missing")
         error = ((result or {}).get("error") or {}).get("error") or {}
         error_type = str(error.get("type") or ("api_error" if kind != "errored" else "api_error"))
@@ -1018,14 +1025,15 @@ class ModelRoute:
         """The batches the run used (None: no batches)."""
         return self.batch.journal.ids if self.batch else None
 
+    def conversation_failed(self, result: FileResult) -> None:
+        """A claims file's conversation just failed: its journal entries a retry must not take are
+        dropped (`BatchJournal.forget_failure`)."""
+        if self.batch is not None:
+            self.batch.journal.forget_failure(result)
+
     def finished(self, failed: list[str]) -> None:
         """The run folder is written: forget the journal, unless claims files `failed`: their turns already
-        answered are then answered from it by `--retry-failed --batch --resume`, not paid for again, except
-        an answer that ended a failed file's conversation, which is what it failed on, and which the retry
-        asks again (`BatchJournal.forget_final_answers`)."""
-        if self.batch is None:
-            return
-        if failed:
-            self.batch.journal.forget_final_answers(failed)
-        else:
+        answered are then answered from it by `--retry-failed --batch --resume`, not paid for again
+        (except what `conversation_failed` dropped)."""
+        if self.batch is not None and not failed:
             self.batch.journal.remove()

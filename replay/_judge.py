@@ -93,13 +93,15 @@ def judge_file(
     except anthropic.APIError as exc:
         _raise_replay_cause(exc)
         return _failed(batch, convo, f"the Anthropic API failed: {_api_error_text(exc, model)}")
-    except (LearnError, _MalformedReply) as exc:  # tool-level errors were already handed to the judge
+    except LearnError as exc:  # tool-level errors were already handed to the judge
         return _failed(batch, convo, redact(str(exc)))
+    except _MalformedReply as exc:
+        return _failed(batch, convo, redact(str(exc)), on_answer=True)
     finally:
         if stand_ins is not None and learn.stand_in:
             stand_ins.add("learn")
     if isinstance(answer, _Failure):
-        return _failed(batch, convo, answer.reason)
+        return _failed(batch, convo, answer.reason, on_answer=True)
     results, warnings = verdicts_from_answer(redact(answer), batch)  # as the cassette stores the answer
     for result in results:
         result.quote_verified = _quote_verified(result, convo.pages)
@@ -353,8 +355,9 @@ def _quote_verified(result: ClaimResult, pages: dict[str, list[str]]) -> bool | 
 # --------------------------------------------------------------------------- failures
 
 
-def _failed(batch: ClaimsBatch, convo: _Conversation, reason: str) -> FileResult:
-    return FileResult(
+def _failed(batch: ClaimsBatch, convo: _Conversation, reason: str, *, on_answer: bool = False) -> FileResult:
+    """The file's result when its conversation failed (`on_answer`: on a model answer, `FileResult.failed_on_answer`)."""
+    result = FileResult(
         file=batch.file,
         results=[ClaimResult(id=c.id, error=reason) for c in batch.claims],
         usage=convo.usage,
@@ -362,6 +365,8 @@ def _failed(batch: ClaimsBatch, convo: _Conversation, reason: str) -> FileResult
         turns=convo.turns,
         error=reason,
     )
+    result._failed_on_answer = on_answer
+    return result
 
 
 def _raise_replay_cause(exc: BaseException) -> None:

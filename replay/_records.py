@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from ._mcp import split_url
 
@@ -256,6 +256,14 @@ class FileResult(_Open):
     batch: bool | None = None
     """Ours: whether the conversation's model calls went through Message Batches (half price); None in a
     file written before it was kept (then the run's `batch_ids` says)."""
+    _failed_on_answer: bool = PrivateAttr(default=False)
+
+    @property
+    def failed_on_answer(self) -> bool:
+        """Not stored: the conversation just judged failed on a model answer (a refusal, a cut-off or
+        unreadable answer, the turn limit: asking again may change it), not on a service after one
+        (Learn, the API, `--max-cost`)."""
+        return self._failed_on_answer or (self.error is None and any(r.judge_verdict is None for r in self.results))
 
 
 class ResultsFile(_Open):

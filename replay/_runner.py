@@ -504,7 +504,10 @@ def _judge_all(
         batch = claims.batch()
         learn = sessions.client()
         with recorder.conversation(batch.file), route.conversation() if route else nullcontext():
-            return judge_with(batch, learn)
+            result = judge_with(batch, learn)
+            if route is not None and needs_recording_again(result):
+                route.conversation_failed(result)
+            return result
 
     def judge_with(batch: ClaimsBatch, learn: LearnClient) -> FileResult:
         hooks = {"request": [stop_if_interrupted]}

@@ -421,3 +421,76 @@ def test_a_retry_of_files_that_failed_after_their_answers_asked_for_tools_pays_f
     assert [entry for entry, n in Counter((s.custom_id, s.params_sha256) for s in log).items() if n > 1] == []
     assert all(v[4] is None for v in verdicts(workdir / "batch").values())
     assert main(["cassettes", "verify", "batch"]) == 0, capsys.readouterr().out
+
+
+def _submitted_since(model: Any, start: int) -> Counter[str]:
+    return Counter(s.custom_id for s in list(model.app.batches.log)[start:])
+
+
+def test_a_retry_of_a_file_whose_entry_errored_at_every_submission_submits_it_afresh(
+        workdir: Path, demo_learn: Any, capsys: Any) -> None:
+    # docs/evaluation.md's second turn errors at each of its three submissions: the file fails. The retry
+    # read those errored entries from the journal as submissions already made, and stopped at once on the
+    # bound ("errored (3 submission(s))"), at every retry. They are dropped when the file fails: the retry
+    # submits that turn again, and only that one
+    second = custom_id("docs/evaluation.md", 2, "")[:-1]
+    with start_model(batch_settings=BatchSettings(delay=0.05, errored=second, every_time=True)) as model:
+        assert judge_demo(demo_learn, model, "batch", "--batch") == 1
+        err = capsys.readouterr().err
+        assert _submitted_since(model, 0)[next(c for c in _submitted_since(model, 0) if c.startswith(second))] == 3, err
+        retry = shlex.split(err.split("To record just those again:\n", 1)[1].splitlines()[0])
+        model.app.batches.settings = BatchSettings(delay=0.05)
+        start = len(model.app.batches.log)
+        assert main([*retry[1:], "--no-progress"]) == 0, capsys.readouterr().err
+        again = _submitted_since(model, start)
+    evaluation = second.rsplit("-t", 1)[0]
+    assert again and all(c.startswith(evaluation) for c in again), again  # the other files were kept
+    assert not any(c.startswith(f"{evaluation}-t1-") for c in again), again  # the first turn came from the journal
+    assert sum(n for c, n in again.items() if c.startswith(second)) == 1, again
+    assert all(v[4] is None for v in verdicts(workdir / "batch").values())
+
+
+def test_a_retry_of_a_file_that_ran_out_of_turns_asks_its_last_turn_again(
+        workdir: Path, demo_learn: Any, tmp_path: Path, capsys: Any) -> None:
+    # a conversation that hits the turn limit ends on an answer asking for tools: it failed on that
+    # answer (asking again may bring the verdicts), so the retry asks the last turn again; the turns
+    # before it come from the journal. Before, the retry took all twelve from the journal and failed
+    # the same way, at every retry
+    src = json.loads((Path(__file__).resolve().parents[1] / "demo" / "claims" / "evaluation.json").read_text("utf-8"))
+    claims = [{**src["claims"][0], "id": f"long-{n:02}", "evidence_url": f"https://learn.microsoft.com/azure/page-{n:02}"}
+              for n in range(13)]  # one page a turn, 13 pages: more turns than the limit of 12
+    (tmp_path / "long.json").write_text(json.dumps({**src, "file": "docs/long.md", "claims": claims}), "utf-8")
+    with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.02)) as model:
+        args = ["judge", "--prompt", "v3", "--claims", str(tmp_path / "long.json"), "--run", "batch", "--mode", "record",
+                "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch"]
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        assert "did not give its answer within 12 model turns" in err and "--resume" in err, err
+        first = _submitted_since(model, 0)
+        assert len(first) == 12 and all(n == 1 for n in first.values())
+        last = max(first, key=lambda c: int(c.rsplit("-t", 1)[1].split("-")[0]))
+        for _ in range(2):  # the stand-in answers the same way: each retry asks the twelfth turn, and only it
+            start = len(model.app.batches.log)
+            assert main([*args, "--resume"]) == 1
+            assert "did not give its answer within 12 model turns" in capsys.readouterr().err
+            assert _submitted_since(model, start) == Counter({last: 1})
+
+
+def test_a_batch_run_whose_every_file_failed_on_an_answer_asks_that_answer_again_when_resumed(
+        workdir: Path, demo_learn: Any, capsys: Any) -> None:
+    # no run is written when every file failed, so nothing dropped the answer a file failed on: each
+    # `--batch --resume` it printed took that answer from the journal and failed the same way, forever
+    claims = str(Path(__file__).resolve().parents[1] / "demo" / "claims" / "evaluation.json")
+    with start_model(cut_off=frozenset({"docs/evaluation.md"}), batch_settings=BatchSettings(delay=0.05)) as model:
+        args = ["judge", "--prompt", "v3", "--claims", claims, "--run", "batch", "--mode", "record",
+                "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch"]
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        assert "every conversation failed" in err and "outgrew the model's context window" in err, err
+        first = _submitted_since(model, 0)
+        last = max(first, key=lambda c: int(c.rsplit("-t", 1)[1].split("-")[0]))
+        model.app.cut_off = frozenset()
+        start = len(model.app.batches.log)
+        assert main([*args, "--resume"]) == 0, capsys.readouterr().err
+        assert _submitted_since(model, start) == Counter({last: 1})
+    assert all(v[4] is None for v in verdicts(workdir / "batch").values())
