@@ -127,11 +127,13 @@ class Run:
 
     @property
     def is_page_snapshot(self) -> bool:
-        """A page snapshot (`SNAPSHOT_PROMPT`); False also for a run.json that cannot be read."""
+        """A page snapshot `drift --live` wrote (`SNAPSHOT_PROMPT`, model `none`, no model call): a run of a
+        prompt file that happens to be named so is not one. False also for a run.json that cannot be read."""
         try:
-            return self.manifest.prompt == SNAPSHOT_PROMPT
+            m = self.manifest
         except (ReplayError, OSError):
             return False
+        return m.prompt == SNAPSHOT_PROMPT and m.model == "none" and m.stats.model_calls == 0
 
     @cached_property
     def results(self) -> ResultsFile:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -119,13 +120,19 @@ def test_verify_skips_a_page_snapshot_among_the_runs_and_says_so(recorded_run: P
     snapshot = tmp_path / "pages-20261201-082703"
     snapshot.mkdir()
     manifest = json.loads((recorded_run / "run.json").read_text("utf-8"))
-    (snapshot / "run.json").write_text(json.dumps({**manifest, "prompt": "pages-snapshot", "model": "none"}), "utf-8")
+    (snapshot / "run.json").write_text(json.dumps({**manifest, "prompt": "pages-snapshot", "model": "none", "stats": {**manifest["stats"], "model_calls": 0}}), "utf-8")
     code, out, err = run_cli(capsys, "cassettes", "verify", str(snapshot), str(recorded_run))
     assert code == 0, out + err
     assert out.splitlines()[0] == f"{snapshot}: skipped (a page snapshot drift --live wrote: it called no model, nothing to replay)"
     assert f"{recorded_run}: ok (" in out
     code, _, err = run_cli(capsys, "cassettes", "verify", str(snapshot))
     assert code == 2 and err.strip().endswith("holds only page snapshots, no run to verify"), err
+    # a run of a prompt file named like a snapshot is verified: it called the model
+    named = tmp_path / "named"
+    shutil.copytree(recorded_run, named)
+    (named / "run.json").write_text(json.dumps({**manifest, "prompt": "pages-snapshot"}), "utf-8")
+    code, out, _ = run_cli(capsys, "cassettes", "verify", str(named))
+    assert "skipped" not in out and f"{named}: " in out, out
 
 
 def test_verify_explains_a_changed_result(recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -42,7 +42,7 @@ def test_a_page_snapshot_among_the_runs_is_not_a_run_to_snapshot(tmp_path: Path)
     snapshot = tmp_path / "pages-20261201-082703"
     snapshot.mkdir()
     manifest = json.loads((CASSETTES / "v3-demo" / "run.json").read_text("utf-8"))
-    write_json(snapshot / "run.json", {**manifest, "prompt": "pages-snapshot", "model": "none"})
+    write_json(snapshot / "run.json", {**manifest, "prompt": "pages-snapshot", "model": "none", "stats": {**manifest["stats"], "model_calls": 0}})
     assert [run.name for run in find_runs(tmp_path, page_snapshots=False)] == ["v3-demo"]
     assert [run.name for run in find_runs(tmp_path)] == ["pages-20261201-082703", "v3-demo"]
     out = io.StringIO()
