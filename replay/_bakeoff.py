@@ -197,13 +197,18 @@ def rerecord_hint(label: str, run: Run | None, scores: Scores) -> str | None:
         return (f"record the claims of {listed(sorted(files))} again ({label} is not a run folder that names its "
                 "claims files, so the command is not known)")
     judged = {c.file for c in run.manifest.claims}
+    failed = {f.file for f in run.results.files if f.needs_recording_again} & files  # as the run holds them
     hints = []
-    if files & judged:
+    if failed:
         kept = run.manifest.batch_ids is not None and journal_path(run.path).is_file()  # its batches: not paid again
         hints.append(retry_failed_command(run.manifest, display_path(run.path), resume=kept))
     if files - judged:
         hints.append(f"{label} judged no claims file of {listed(sorted(files - judged))}: judge them into it, "
                      "or grade against a gold set of the files it judged")
+    if files & judged - failed:
+        hints.append(f"the claims without a verdict in {listed(sorted(files & judged - failed))} are not failed in "
+                     f"{display_path(run.path)}: claims it never judged (the gold set names claims its claims files "
+                     "do not hold), or results that are not the run's own")
     return "; and ".join(hints)
 
 

@@ -259,11 +259,16 @@ class FileResult(_Open):
     _failed_on_answer: bool = PrivateAttr(default=False)
 
     @property
+    def needs_recording_again(self) -> bool:
+        """The conversation failed, or left a claim without a verdict (what `--retry-failed` records again)."""
+        return bool(self.error) or any(r.judge_verdict is None for r in self.results)
+
+    @property
     def failed_on_answer(self) -> bool:
         """Not stored: the conversation just judged failed on a model answer (a refusal, a cut-off or
-        unreadable answer, the turn limit: asking again may change it), not on a service after one
-        (Learn, the API, `--max-cost`)."""
-        return self._failed_on_answer or (self.error is None and any(r.judge_verdict is None for r in self.results))
+        unreadable answer, the turn limit, claims left without a verdict: asking again may change it),
+        not on a service after one (Learn, the API, `--max-cost`)."""
+        return self._failed_on_answer or (self.error is None and self.needs_recording_again)
 
 
 class ResultsFile(_Open):

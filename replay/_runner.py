@@ -291,12 +291,7 @@ def stored_endpoint(url: str, default_port: int) -> str:
 
 def failed_files(files: Iterable[FileResult]) -> list[FileResult]:
     """The claims files to record again: their conversation failed, or a claim of theirs has no verdict."""
-    return [f for f in files if needs_recording_again(f)]
-
-
-def needs_recording_again(result: FileResult) -> bool:
-    """Whether a claims file's conversation failed or left a claim without a verdict (`--retry-failed`)."""
-    return bool(result.error) or any(r.judge_verdict is None for r in result.results)
+    return [f for f in files if f.needs_recording_again]
 
 
 def _remember_secrets(api_key: str | None, *urls: str | None) -> None:
@@ -347,7 +342,7 @@ def _kept_from(run: Run, prompt: Prompt, model: str, batches: list[tuple[Path, H
     kept: dict[str, tuple[FileResult, RunStats]] = {}
     for path, batch in batches:
         result, entry = recorded.get(batch.file), entries.get(batch.file)
-        if result is None or entry is None or needs_recording_again(result) or entry.sha256 != _sha256_file(path):
+        if result is None or entry is None or result.needs_recording_again or entry.sha256 != _sha256_file(path):
             continue
         if not (run.path / entry.cassette).is_file():
             continue
@@ -505,7 +500,7 @@ def _judge_all(
         learn = sessions.client()
         with recorder.conversation(batch.file), route.conversation() if route else nullcontext():
             result = judge_with(batch, learn)
-            if route is not None and needs_recording_again(result):
+            if route is not None and result.needs_recording_again:
                 route.conversation_failed(result)
             return result
 

@@ -49,18 +49,19 @@ def test_grade_json_keys_and_types(project, capsys):
     assert (out["precision"], out["recall"], out["f1"], out["accuracy"]) == (1.0, 0.5, 2 / 3, 2 / 3)
     assert out["unmatched_gold"] == [{"file": "docs/a.md", "id": "a-3"}]
     assert out["confusion"]["not_grounded"] == {"grounded": 0, "not_grounded": 1, "source_silent": 0, "none": 1}
-    # both versions lack a verdict for a-3: no comparison, and the reason says how to re-record each
+    # both versions lack a verdict for a-3: no comparison. a-3 is not in the runs' claims files, so no
+    # --retry-failed command (it would find nothing failed); the reason says what the claim is instead
     assert out["baseline"]["precision"] is None and out["baseline"]["no_verdict"] == 1
     gate = out["gate"]
     assert gate["adopt"] is False and gate["within_noise"] is None
     assert gate["reason"].startswith("do not adopt: the candidate has 1 claim without a verdict out of 3")
     assert "and the baseline has 1 claim without a verdict out of 3" in gate["reason"]
-    claims = json.loads((project / "runs" / "v3" / "run.json").read_text())["claims"][0]["path"]
+    never = ("are not failed in runs/{}: claims it never judged (the gold set names claims its claims files do not "
+             "hold), or results that are not the run's own")
     assert gate["reason"].endswith(
-        f"; to re-record the candidate's claims without a verdict: judge-replay judge --prompt v3 --claims {claims} "
-        "--run runs/v3 --mode record --model claude-test --retry-failed"
-        f"; to re-record the baseline's claims without a verdict: judge-replay judge --prompt v2 --claims {claims} "
-        "--run runs/v2 --mode record --model claude-test --retry-failed")
+        "; to re-record the candidate's claims without a verdict: the claims without a verdict in docs/a.md "
+        + never.format("v3") + "; to re-record the baseline's claims without a verdict: the claims without a "
+        "verdict in docs/a.md " + never.format("v2"))
     assert isinstance(gate["mcnemar_p"], float) and gate["only_candidate_right"] == 1
 
 

@@ -148,6 +148,22 @@ def test_gold_claims_of_files_the_run_never_judged_are_named_as_such_and_the_lis
                      + ", ... and 10 more: judge them into it, or grade against a gold set of the files it judged")
 
 
+def test_a_gold_claim_a_judged_file_does_not_hold_gets_no_retry_command_that_would_find_nothing_to_retry(project, capsys):
+    # the gold set names a claim of docs/evaluation.md that the run's claims file does not hold: the run
+    # judged that file, and nothing failed in it, so `--retry-failed` would stop on "nothing to record
+    # again"; the hint says what the claim is instead
+    gold = json.loads((project / "gold.json").read_text("utf-8"))
+    gold["items"].append({"file": "docs/evaluation.md", "id": "eval-999", "label": "correct"})
+    write_json(project / "extra-gold.json", gold)
+    assert main(["grade", "runs/v2", "--gold", "extra-gold.json", "--baseline", "runs/v2", "--json"]) == 0
+    reason = json.loads(capsys.readouterr().out)["gate"]["reason"]
+    assert "the candidate has 1 claim without a verdict out of 44 (1 it never judged; counted as FN" in reason
+    assert "judge-replay judge" not in reason and "--retry-failed" not in reason, reason
+    assert reason.endswith("; to re-record the baseline's claims without a verdict: the claims without a verdict in "
+                           "docs/evaluation.md are not failed in runs/v2: claims it never judged (the gold set names "
+                           "claims its claims files do not hold), or results that are not the run's own"), reason
+
+
 def test_text_and_markdown_count_and_list_claims_without_a_verdict(project, capsys):
     assert main(["grade", "runs/v3-failed", "--gold", "gold.json", "--baseline", "runs/v2"]) == 0
     text = capsys.readouterr().out
