@@ -144,6 +144,8 @@ class BatchJournal:
         self.unanswered: dict[str, set[tuple[str, str]]] = {}
         """Claims file -> (batch id, custom_id) of each of its entries whose result this run read and that
         was not an answer (errored, expired, canceled, missing)."""
+        self._forgotten: set[tuple[str, str]] = set()
+        """(batch id, custom_id) of the entries `forget_failure` set aside, dropped by `drop_forgotten`."""
         self._by_digest: dict[str, list[tuple[str, str]]] = {}
         self._lock = threading.Lock()
 
@@ -258,21 +260,27 @@ class BatchJournal:
                 atomic_write_text(self.path, json.dumps(data, indent=1) + "\n")
 
     def forget_failure(self, result: FileResult) -> None:
-        """A claims file's conversation just failed (`result`): drop what a `--retry-failed --resume` (or a
-        resume) must not take from the journal. Its entries read as no answer (errored...): taken, they
-        would only count as submissions, and the retry would stop at once on the bound. And when it failed
-        on a model answer (`FileResult.failed_on_answer`: a refusal, a cut-off or unreadable answer, the
-        turn limit), that answer's entry: taken, it would fail the same way forever; it is asked again.
-        A file that failed on a service after an answer (Learn, `--max-cost`, a failed round) keeps every
-        answer, and a batch whose results were never read stays: none is paid for twice."""
-        dropped = self.unanswered.pop(result.file, set())
+        """A claims file's conversation just failed (`result`): set aside what a `--retry-failed --resume`
+        (or a resume) must not take from the journal, dropped when the rounds have ended (`drop_forgotten`).
+        Its entries read as no answer (errored...): taken, they would only count as submissions, and the
+        retry would stop at once on the bound. And when it failed on a model answer
+        (`FileResult.failed_on_answer`: a refusal, a cut-off or unreadable answer, the turn limit), that
+        answer's entry: taken, it would fail the same way forever; it is asked again. A file that failed
+        on a service after an answer (Learn, `--max-cost`, a failed round) keeps every answer, and a batch
+        whose results were never read stays: none is paid for twice."""
+        self._forgotten |= self.unanswered.pop(result.file, set())
         last = self.last_asked.pop(result.file, None)
-        answer = last[0] if last is not None and last[1] and result.failed_on_answer else None
-        if not dropped and answer is None:
+        if last is not None and last[1] and result.failed_on_answer:
+            self._forgotten |= {(str(b["id"]), last[0]) for b in self.batches if last[0] in b["requests"]}
+
+    def drop_forgotten(self) -> None:
+        """Drop the entries `forget_failure` set aside (once the rounds have ended: nothing else changes
+        the journal then)."""
+        if not self._forgotten:
             return
         for batch in self.batches:
-            batch["requests"] = {cid: d for cid, d in batch["requests"].items()
-                                 if cid != answer and (str(batch["id"]), cid) not in dropped}
+            batch["requests"] = {cid: d for cid, d in batch["requests"].items() if (str(batch["id"]), cid) not in self._forgotten}
+        self._forgotten = set()
         self._by_digest = {}
         batches, self.batches = self.batches, []
         for batch in batches:
@@ -974,6 +982,11 @@ class ModelRoute:
         finally:
             self.rounds = None
             client.close()
+            try:
+                self.batch.journal.drop_forgotten()
+            except (OSError, ReplayError) as exc:  # kept as they are: a retry takes them, and fails once more
+                print(f"judge-replay: the batch journal could not be updated ({printable(str(exc))}): a retry of the "
+                      "failed files takes what they failed on from it once more", file=sys.stderr)
 
     def lifetime(self) -> Lifetime | None:
         """The cache lifetime for the next request (None: no breakpoints)."""
@@ -1027,7 +1040,7 @@ class ModelRoute:
 
     def conversation_failed(self, result: FileResult) -> None:
         """A claims file's conversation just failed: its journal entries a retry must not take are
-        dropped (`BatchJournal.forget_failure`)."""
+        dropped when the rounds end (`BatchJournal.forget_failure`)."""
         if self.batch is not None:
             self.batch.journal.forget_failure(result)
 
