@@ -171,12 +171,8 @@ def _changed(item: ClaimEvidence, old_text: str, new_text: str) -> dict[str, obj
     quoted = bool(item.quote.strip()) and quote_in(item.quote, old_text)
     old_tokens, new_tokens = _page_tokens(old_text), _page_tokens(new_text)
 
-    if not quoted:
-        (grounds_now, words_now), now = _support(new_text, item.claim, values)
-        (grounded_before, words_before), _ = _support(old_text, item.claim, values)
-        if now is not None and ((grounds_now and not grounded_before) or words_now > max(words_before, 1)):
-            return {"status": "value-changed", "old": None, "new": now.line.strip(),
-                    "note": "the page now carries the claim's value: a verdict without a quote may now ground"}
+    if not quoted and (grounds := _may_now_ground(item, old_text, new_text, values)):
+        return grounds
 
     for anchor in _anchors(item, old_text):
         twin = _counterpart(anchor.line, new_text)
@@ -203,10 +199,25 @@ def _changed(item: ClaimEvidence, old_text: str, new_text: str) -> dict[str, obj
 
     if formatting_free(old_text) == formatting_free(new_text):
         return {"status": "changed-quote-intact", "note": "the page changed only in its markdown formatting"}
+    # a judge quotes the closest line for a claim it does not ground: the page may now state the claim elsewhere
+    if quoted and item.verdict != "grounded" and (grounds := _may_now_ground(item, old_text, new_text, values)):
+        return grounds
     if quoted and not quote_occurs(item.quote, new_text):
         return {"status": "changed-quote-intact",
                 "note": "the quote's line changed only in its markdown formatting (backticks, emphasis, padding)"}
     return {"status": "changed-quote-intact", "note": "the page changed elsewhere"}
+
+
+def _may_now_ground(item: ClaimEvidence, old_text: str, new_text: str, values: set[str]) -> dict[str, object] | None:
+    """`value-changed` when the later page carries the claim's values (or, on one line, more of its subject
+    words) where the earlier did not: a verdict that did not rest on them may now ground. Else None."""
+    (grounds_now, words_now), now = _support(new_text, item.claim, values)
+    (grounded_before, words_before), _ = _support(old_text, item.claim, values)
+    if now is None or not ((grounds_now and not grounded_before) or words_now > max(words_before, 1)):
+        return None
+    said = f"a {item.verdict} verdict" if item.quote.strip() else "a verdict without a quote"
+    return {"status": "value-changed", "old": None, "new": now.line.strip(),
+            "note": f"the page now carries the claim's value: {said} may now ground"}
 
 
 _EMPHASIS = re.compile(r"\*+|(?<![0-9A-Za-z])_+|_+(?![0-9A-Za-z])|~~")

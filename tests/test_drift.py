@@ -7,7 +7,7 @@ import pytest
 
 from factories import write_run
 from replay._cassette import Interaction, load_cassette, save_cassette
-from replay._drift import ClaimEvidence, claim_drift, drift_report, is_at_risk
+from replay._drift import ClaimEvidence, claim_drift, drift_report, is_at_risk, quote_in
 from replay._mcp import normalise_learn_url
 from replay._prompts import load_prompt
 from replay._records import ClaimsBatch, RunManifest
@@ -208,6 +208,24 @@ def test_unquoted_claim_whose_fact_is_now_on_a_new_row_is_at_risk_although_its_v
     c = CHANGES[26]
     d = drift_of(26, "The default Sora 2 quota is 2 job requests per minute.", "", verdict="source_silent")
     assert d.status == "value-changed" and d.old is None and d.new == c["after"].strip()
+
+
+@pytest.mark.parametrize("n, claim, quote", [
+    (4, "model-router (2025-05-19) has a context window of 200,000 tokens.",
+     "|  Model ID  | Description | Context Window | Max Output Tokens | Training Data (up to)  |"),
+    (42, "sora-2 2025-10-15 retires no earlier than 2026-04-30.",
+     "| `computer-use-preview` | 2025-03-11 | Preview | n/a | No earlier than 2026-04-14 |  |"),
+])
+def test_a_not_grounded_claim_whose_fact_a_new_row_now_states_is_at_risk_whatever_line_it_quotes(n, claim, quote):
+    # a judge quotes the closest line for a claim it does not ground; the row added since states the
+    # claim, and the verdict flips to grounded on the later page. It was "changed-quote-intact" (its quote
+    # is still there), not at risk: the check that the page may now ground ran only without a quote
+    assert quote_in(quote, page("before", CHANGES[n]["file"]).text)
+    d = drift_of(n, claim, quote, verdict="not_grounded")
+    assert is_at_risk(d) and d.status == "value-changed" and d.old is None, d
+    assert d.new and d.new.strip() in CHANGES[n]["after"] and d.note == (
+        "the page now carries the claim's value: a not_grounded verdict may now ground")
+    assert drift_of(n, claim, quote, verdict="grounded").status == "changed-quote-intact"  # a quote it rests on
 
 
 def test_values_behind_html_line_breaks_count_as_on_the_line():
