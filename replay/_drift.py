@@ -239,15 +239,16 @@ def quote_in(quote: str, page: str) -> bool:
 
 
 def claim_line_pair(old_text: str, new_text: str, claim: str | None, quote_a: str = "",
-                    quote_b: str = "") -> tuple[str | None, str | None]:
+                    quote_b: str = "", *, b_first: bool = False) -> tuple[str | None, str | None]:
     """The changed line a claim rests on and its counterpart, as (old page line, new page line); None on
     one side for a line removed or added, (None, None) when none of those lines changed. Tried in order:
-    the line of A's quote in the old page, of B's quote in the new page, then of the claim's values in
-    each."""
+    the line of A's quote in the old page, of B's quote in the new page (first with `b_first`: B's
+    verdict rests on a line the old page lacks), then of the claim's values in each."""
     exact_old, exact_new = _exact_lines(old_text), _exact_lines(new_text)
     values, words = _claim_values(claim), _claim_words(claim)
+    quoted = [(False, _quote_line(old_text, quote_a)), (True, _quote_line(new_text, quote_b))]
     tries = [
-        (False, _quote_line(old_text, quote_a)), (True, _quote_line(new_text, quote_b)),
+        *(quoted[::-1] if b_first else quoted),
         (False, _value_line(old_text, values, words)), (True, _value_line(new_text, values, words)),
     ]
     for in_new, line in tries:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._commands import judge_command
-from ._drift import claim_line_pair
+from ._drift import claim_line_pair, formatting_free, quote_in
 from ._mcp import normalise_learn_url, page_name
 from ._page_diff import changed_values, claim_values_on, line_values, region_diff
 from ._prompts import calibration_rules
@@ -306,6 +306,18 @@ def _compare_pages(a: RunInput, b: RunInput, ta: ClaimTrace, tb: ClaimTrace) -> 
     return [PageCompare(u, _version(a, ta, u), _version(b, tb, u)) for u in urls]
 
 
+def _rests_unchanged(cmp: PageCompare, ra: Result, rb: Result) -> bool:
+    """Whether a changed page kept the text both verdicts rest on: each run's quote occurs in both
+    versions (formatting aside), or the versions differ only in their formatting."""
+    if not cmp.compared or cmp.a.text is None or cmp.b.text is None:  # type: ignore[union-attr]
+        return False
+    text_a, text_b = cmp.a.text, cmp.b.text  # type: ignore[union-attr]
+    if formatting_free(text_a) == formatting_free(text_b):
+        return True
+    quotes = [q for q in (ra.evidence_quote, rb.evidence_quote) if q and q.strip()]
+    return len(quotes) == 2 and all(quote_in(q, text_a) and quote_in(q, text_b) for q in quotes)
+
+
 def _page_evidence(
     cmp: PageCompare, ta: ClaimTrace, tb: ClaimTrace, claim: AnyClaim | None, ra: Result | None,
     rb: Result | None, a: RunInput, b: RunInput, *, detail: bool = True, hunks: bool = True,
@@ -350,7 +362,8 @@ def _page_evidence(
     if diff.note:
         ev["note"] = diff.note
     if diff.near_claim and detail:
-        old_line, new_line = claim_line_pair(text_a, text_b, claim_text, quote_a, quote_b)
+        b_first = bool(quote_b) and not quote_in(quote_b, text_a)  # B rests on a line A's page lacked: that one
+        old_line, new_line = claim_line_pair(text_a, text_b, claim_text, quote_a, quote_b, b_first=b_first)
         if old_line is not None or new_line is not None:
             ev["old_line"], ev["new_line"] = old_line, new_line
     return ev
@@ -622,7 +635,9 @@ def explain_flip(
     pages = [_page_evidence(c, ta, tb, claim, ra, rb, a, b, hunks=hunks) for c in compares]
     both_recorded = ta.recorded and tb.recorded
     searches = searches_changed(ta, tb)
-    if page_changed_any or searches:
+    # the pages changed, but not the text either verdict rests on: not the page content the verdicts rest on
+    elsewhere = page_changed_any and not searches and all(_rests_unchanged(c, ra, rb) for c in compares if c.changed)
+    if (page_changed_any and not elsewhere) or searches:
         page_changed: bool | None = True
     elif any(c.compared for c in compares) or both_recorded:
         page_changed = False
@@ -663,7 +678,8 @@ def explain_flip(
     if model_differs:
         causes.append("model")
 
-    if prompt_changed is None or page_changed is None:
+    if prompt_changed is None or page_changed is None or (elsewhere and not (prompt_changed or path_differs
+                                                                              or model_differs)):
         primary: FlipCause = "unknown"
     elif prompt_changed and page_changed:
         primary = "prompt+page"
@@ -695,7 +711,7 @@ def explain_flip(
     if repeats:
         evidence["repeats"] = repeats
     noise_note = ""
-    if within_noise and primary != "model" and primary != "unknown":
+    if within_noise and primary != "model" and (primary != "unknown" or elsewhere):
         noise_note = _noise_note(repeats)
         primary = "model"
         if "model" not in causes:
@@ -706,8 +722,11 @@ def explain_flip(
     if confirmations:
         evidence["confirmed_by"] = confirmations[0]["run"]
         evidence["confirmations"] = confirmations
-        points = {c["points_to"] for c in confirmations} - {"neither"}
-        evidence["confirmed_cause"] = points.pop() if len(points) == 1 else ("prompt+page" if points else None)
+        # one cause only when every crossed run points to it; a third verdict ("neither") says the two
+        # inputs moved it together
+        points = {c["points_to"] for c in confirmations}
+        evidence["confirmed_cause"] = (points.pop() if len(points) == 1 and "neither" not in points
+                                       else "prompt+page")
 
     if not causes and primary == "model":
         causes.append("model")
@@ -716,6 +735,11 @@ def explain_flip(
 
     summary = _summary(primary, evidence, prompt_info, ra, rb, claim, ta, tb, a, b, page_changed,
                        prompt_changed, noise_note)
+    if primary == "unknown" and elsewhere and page_changed is not None and prompt_changed is not None:
+        names = " and ".join(dict.fromkeys(page_name(p["url"]) for p in pages if p.get("changed")))
+        summary = (f"unknown: {names} changed, but not where either verdict rests (each quote occurs in both "
+                   "versions, or only the formatting changed); same prompt and evidence path: model noise, or the "
+                   "page's change elsewhere (diff --confirm re-records the claim to tell)")
     confirmed = evidence.get("confirmed_cause")
     if primary == "prompt+page" and confirmed in ("prompt", "page"):
         # Both inputs changed, but a controlled re-run held one fixed: it says which one moved the verdict.
@@ -840,6 +864,9 @@ def _summary(
     page_part = _page_reason(ev["pages"], claim) or _search_reason(ev.get("searches_changed", {}))
     n_pages = sum(1 for p in ev["pages"] if p.get("changed") is False)
     same_pages = ("page unchanged" if n_pages == 1 else "pages unchanged") if n_pages else "no page compared"
+    moved = list(dict.fromkeys(page_name(p["url"]) for p in ev["pages"] if p.get("changed")))
+    if page_changed is False and moved:  # `_rests_unchanged`
+        same_pages = f"{' and '.join(moved)} changed, not where either verdict rests"
     if primary == "prompt":
         line = f"prompt: {prompt_part}; {same_pages}"
         if ev["path"]["differs"]:
@@ -868,9 +895,12 @@ def _summary(
         known = f" (prompt {'changed: ' + prompt_part if prompt_changed else 'unchanged'})" if prompt_changed is not None else ""
         line = f"unknown: {'; '.join(missing)}{known}"
     conf = ev.get("confirmations")
-    if conf:
+    if conf and ev.get("confirmed_cause") in ("prompt", "page"):
         c = conf[0]
         line += f" — confirmed by {c['run']}: {c['combination']} gives {c['verdict']} → the {c['points_to']} moved it"
+    elif conf:
+        said = "; ".join(f"{c['run']}: {c['combination']} gives {c['verdict']}" for c in conf)
+        line += f" — the controlled runs do not single out one input ({said}): prompt and page moved it together"
     return line
 
 

@@ -289,6 +289,68 @@ def test_crossed_run_with_a_verdict_points_to_the_prompt(tmp_path):
     assert flip.evidence["confirmed_cause"] == "prompt" and flip.evidence["confirmations"][0]["points_to"] == "prompt"
 
 
+def test_a_crossed_run_with_a_third_verdict_singles_out_neither_input(tmp_path):
+    # A's prompt on B's pages gives neither A's nor B's verdict: both inputs moved it together. The
+    # "neither" was dropped, so a second crossed run pointing to one input decided alone, and the
+    # summary said "the neither moved it"
+    c = change(1)
+    before, after = learn_page("before", c["file"]), learn_page("after", c["file"])
+    a = run(tmp_path / "a", "v2", V2, [result("models-010", "grounded")], {MODELS_URL: before}, claims=[MINI])
+    b = run(tmp_path / "b", "v3", V3, [result("models-010", "not_grounded")], {MODELS_URL: after}, claims=[MINI])
+    third = run(tmp_path / "x", "v2", V2, [result("models-010", "source_silent")], {MODELS_URL: after}, claims=[MINI])
+    page = run(tmp_path / "y", "v3", V3, [result("models-010", "grounded")], {MODELS_URL: before}, claims=[MINI])
+    for extras in ([third], [third, page], [page, third]):
+        flip = explain_flips(a, b, None, extras, discover=False).flips[0]
+        assert flip.primary_cause == "prompt+page" and flip.evidence["confirmed_cause"] == "prompt+page", extras
+        assert "the neither" not in flip.summary and "confirmed by" not in flip.summary
+        assert "the controlled runs do not single out one input (" in flip.summary
+        assert "x: A's prompt with B's pages gives source_silent" in flip.summary and flip.summary.endswith(
+            "): prompt and page moved it together")
+    assert explain_flips(a, b, None, [page], discover=False).flips[0].primary_cause == "page"  # one, agreeing
+
+
+def test_a_page_changed_only_where_no_verdict_rests_is_not_what_moved_it(tmp_path):
+    # the models page changed between the runs, but each run's quote occurs in both versions: the page
+    # content the verdicts rest on did not change (SPEC: `page` is that content changing). With the same
+    # prompt it is not `page` but unknown (noise, or the change elsewhere); a repeat that flips makes it
+    # model noise; with the prompt changed, it is the prompt
+    before, after = learn_page("before", "azure-openai-models.md"), learn_page("after", "azure-openai-models.md")
+    q = "| 32,768 |"
+    assert q in before and q in after and before != after
+    a = run(tmp_path / "r" / "a", "v3", V3, [result("models-020", "grounded", q)], {MODELS_URL: before}, claims=[OUTPUT])
+    b = run(tmp_path / "r" / "b", "v3", V3, [result("models-020", "not_grounded", q)], {MODELS_URL: after},
+            claims=[OUTPUT])
+    flip = explain_flips(a, b, discover=False).flips[0]
+    assert flip.primary_cause == "unknown" and "page" not in flip.causes, flip
+    assert flip.summary == (
+        "unknown: models changed, but not where either verdict rests (each quote occurs in both versions, or only "
+        "the formatting changed); same prompt and evidence path: model noise, or the page's change elsewhere "
+        "(diff --confirm re-records the claim to tell)")
+    run(tmp_path / "r" / "b-again", "v3", V3, [result("models-020", "grounded", q)], {MODELS_URL: after}, claims=[OUTPUT])
+    assert explain_flips(a, b).flips[0].primary_cause == "model"  # B's pages again, and A's verdict: noise
+    v2 = run(tmp_path / "v2", "v2", V2, [result("models-020", "grounded", q)], {MODELS_URL: before}, claims=[OUTPUT])
+    flip = explain_flips(v2, b, discover=False).flips[0]
+    assert flip.primary_cause == "prompt" and flip.summary.endswith("; models changed, not where either verdict rests")
+
+
+def test_a_page_flip_to_grounded_names_the_line_that_now_grounds_it_not_a_change_at_the_old_quote(tmp_path):
+    # change #34: a new gpt-5.2 row. A (not_grounded) quoted the closest row, which changed too (a typo
+    # fixed); B grounds on the new row. The explanation named the typo fix
+    c = change(34)
+    url = c["page_url"]
+    before, after = learn_page("before", c["file"]), learn_page("after", c["file"])
+    claim = {"id": "c34", "claim": "gpt-5.2 (2025-12-11) is available as a reasoning model.", "claim_type": "status",
+             "evidence_url": url}
+    new_row = c["after"].strip().splitlines()[0]
+    assert new_row in after and new_row not in before
+    old_quote = next(line for line in before.splitlines() if "cusotom" in line)
+    a = run(tmp_path / "a", "v3", V3, [result("c34", "not_grounded", old_quote, url=url)], {url: before}, claims=[claim])
+    b = run(tmp_path / "b", "v3", V3, [result("c34", "grounded", new_row, url=url)], {url: after}, claims=[claim])
+    flip = explain_flips(a, b, discover=False).flips[0]
+    assert flip.primary_cause == "page"
+    assert flip.evidence["pages"][0]["new_line"] == new_row.strip() and "cusotom" not in flip.summary, flip.summary
+
+
 def test_repeats_within_noise_are_labelled_model(tmp_path):
     page = learn_page("after", "azure-openai-models.md")
     a = run(tmp_path / "r" / "v2", "v2", V2, [result("models-003", "grounded")], {MODELS_URL: page},
