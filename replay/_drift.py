@@ -194,6 +194,9 @@ def _changed(item: ClaimEvidence, old_text: str, new_text: str) -> dict[str, obj
     if quote_gone:
         quote_line = _quote_line(old_text, item.quote)
         twin = _counterpart(quote_line.line, new_text) if quote_line else None
+        if quote_line is not None and twin is not None and _token_row(quote_line.line) == _token_row(twin.line):
+            return {"status": "changed-quote-intact", "old": quote_line.line.strip(), "new": twin.line.strip(),
+                    "note": "the quote's line changed only in punctuation or formatting: the same words and values"}
         return {"status": "quote-gone", "old": quote_line.line.strip() if quote_line else None,
                 "new": twin.line.strip() if twin else None, "note": "the recorded quote no longer occurs"}
 
@@ -279,6 +282,16 @@ def _tokset(text: str) -> frozenset[str]:
     """A line's tokens, with HTML tags read as the breaks they render as (`400,000<br>Input` holds
     `400000`, `requests<sup>1</sup>` holds `requests`). Cached: every claim on a page reads its lines."""
     return frozenset(_canon(t) for t in line_token_set(_HTML_TAG.sub(" ", text)))
+
+
+def _token_row(line: str) -> tuple[str, ...]:
+    """A line's tokens in order, as `_tokset` reads them: two lines equal under it say the same words and
+    values in the same order, whatever their punctuation, list markers or thousands separators."""
+    return tuple(_canon(t) for t in tokens(_HTML_TAG.sub(" ", line)) if t not in _LIST_MARKERS)
+
+
+_LIST_MARKERS = frozenset({"-", "+", "•", "–"})
+"""Tokens that only mark a list item (`*` is stripped as emphasis)."""
 
 
 def _digits(text: str) -> set[str]:

@@ -228,6 +228,38 @@ def test_a_not_grounded_claim_whose_fact_a_new_row_now_states_is_at_risk_whateve
     assert drift_of(n, claim, quote, verdict="grounded").status == "changed-quote-intact"  # a quote it rests on
 
 
+@pytest.mark.parametrize("file, claim, quote", [
+    ("foundry-openai-quotas-limits.md", "A resource can run 100 training jobs in total.",
+     "| Total number of training jobs per resource | 100 |"),  # now `100.`
+    ("foundry-openai-quotas-limits.md", "The message character limit is 1048576.",
+     "| Message character limit | 1048576 |"),  # now `1,048,576.`
+    ("azure-openai-models.md", "gpt-4.1 has a context window of 1,047,576 tokens.",
+     "| `gpt-4.1` (2025-04-14)   | - Text & image input <br> - Text output <br> - Chat completions API <br>- Responses "
+     "API <br> - Streaming <br> - Function calling <br> Structured outputs (chat completions)   | 1,047,576 <br> 128,000 "
+     "(provisioned managed deployments) | 32,768 | May 31, 2024 |"),  # the values now list items
+])
+def test_a_quote_whose_line_changed_only_in_punctuation_is_not_at_risk(file, claim, quote):
+    # the real pages' edits add a full stop to a cell, thousands separators, list markers: the line says the
+    # same words and values in the same order, and the judge still grounds the claim on it (it was quote-gone)
+    before, after = page("before", file), page("after", file)
+    assert quote in before.text and quote not in after.text
+    d = claim_drift(ClaimEvidence("docs/x.md", "x", claim, before.url, "grounded", quote), before, after)
+    assert d.status == "changed-quote-intact" and not is_at_risk(d), d
+    assert d.note == "the quote's line changed only in punctuation or formatting: the same words and values"
+    assert d.old == quote.strip() and d.new and d.new != d.old
+
+
+def test_a_quote_whose_values_swapped_cells_is_still_gone():
+    # the same tokens in another order are another statement: context window and output swapped
+    old = "# Models\n\n| model | context | output |\n|---|---|---|\n| m-1 | 128,000 | 32,768 |\n"
+    new = old.replace("| 128,000 | 32,768 |", "| 32,768 | 128,000 |")
+    item = ClaimEvidence("docs/x.md", "x", "m-1 has a context window of 128,000 tokens.", "https://learn.microsoft.com/m",
+                         "grounded", "| m-1 | 128,000 | 32,768 |")
+    d = claim_drift(item, PageVersion(item.evidence_url, sha256_text(old), old),
+                    PageVersion(item.evidence_url, sha256_text(new), new))
+    assert is_at_risk(d), d
+
+
 def test_values_behind_html_line_breaks_count_as_on_the_line():
     # the gpt-5.2 row states its context window as `400,000<br><br>Input: ...`
     d = drift_of(34, "gpt-5.2 2025-12-11 has a context window of 400,000 tokens.", "", verdict="source_silent")
