@@ -508,7 +508,7 @@ def explain_mismatch(
         else:
             lines.append(f"{explain}: no git commit holds {folder} with its run, so there is no earlier run to "
                          "diff against: commit runs with their snapshots")
-    lines.append(f"accept: pytest --snapshot-update, then review `git diff {folder}`")
+    lines.append(f"accept: pytest --snapshot-update, then review `git diff {shlex.quote(str(folder))}`")
     summary = len(lines)
     old_version, new_version = old.header.get("serializer_version"), new.header.get("serializer_version")
     if old.header and old_version != new_version:
@@ -545,6 +545,27 @@ def _git(*args: str, cwd: Path) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def _committed_together(root: Path, commit: str, run_in_repo: str, snapshot_in_repo: str) -> bool:
+    """Whether `commit` holds the run its snapshot was written from: the run's results.json there gives
+    each claim the verdict the snapshot there holds (a snapshot committed without its new run does not)."""
+    results = _git("show", f"{commit}:{run_in_repo}/results.json", cwd=root)
+    names = _git("ls-tree", "--name-only", f"{commit}:{snapshot_in_repo}", cwd=root)
+    if results is None or not names:
+        return False
+    try:
+        recorded = {(str(f["file"]), str(r["id"])): r.get("judge_verdict")
+                    for f in json.loads(results)["files"] for r in f["results"]}
+        for name in names.splitlines():
+            if not name.endswith(".json"):
+                continue
+            shot = json.loads(_git("show", f"{commit}:{snapshot_in_repo}/{name}", cwd=root) or "null")
+            if any(recorded.get((str(shot["file"]), str(c["id"])), "missing") != c.get("verdict") for c in shot["claims"]):
+                return False
+    except (ValueError, KeyError, TypeError):  # not files of ours as they should be: no command
+        return False
+    return True
+
+
 def snapshotted_diff_command(run_path: Path, snapshot_folder: Path) -> str | None:
     """The command that, pasted where pytest runs, diffs the run as it was when its snapshot was last
     committed against the run as it is now: it checks that commit out into a git worktree beside the
@@ -560,8 +581,10 @@ def snapshotted_diff_command(run_path: Path, snapshot_folder: Path) -> str | Non
         snapshot_in_repo = snapshot_folder.resolve().relative_to(root).as_posix()
     except ValueError:
         return None
+    if _git("status", "--porcelain", "--", snapshot_in_repo, cwd=root) != "":
+        return None  # the snapshot as it is now (an update not committed) is in no commit
     commit = _git("log", "-1", "--format=%h", "--", snapshot_in_repo, cwd=root)
-    if not commit or _git("cat-file", "-e", f"{commit}:{run_in_repo}/run.json", cwd=root) is None:
+    if not commit or not _committed_together(root, commit, run_in_repo, snapshot_in_repo):
         return None
     worktree = display_path(root.parent / f"{root.name}-snapshot-{commit}")
     q = shlex.quote

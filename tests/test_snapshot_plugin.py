@@ -166,6 +166,27 @@ def test_flipped_verdicts_fail_listing_exactly_the_changed_claims(project: pytes
     project.runpytest().assert_outcomes(passed=2)
 
 
+def test_no_explain_command_diffs_against_a_commit_whose_run_is_not_the_snapshots(project: pytest.Pytester) -> None:
+    # the command diffs the run as the last commit of the snapshot holds it: that commit must hold the
+    # snapshot as it is now, and the run the snapshot was written from. It pointed at a commit anyway, and
+    # its diff explained other flips than the test reported
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    commit_all(project)
+    write_run(project.path / "runs" / "r1", results=r1_files(**{"a-1": {"judge_verdict": "not_grounded"}}))
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)  # (a) the update is not committed
+    write_run(project.path / "runs" / "r1", results=r1_files(**{"a-2": {"judge_verdict": "grounded"}}))
+    out = project.runpytest("-vv").stdout.str()
+    assert "explain the flips: no git commit holds snapshots/r1/ with its run" in out and "worktree add" not in out
+    # (b) the snapshot committed without its run: the commit holds the old run beside the new snapshot
+    subprocess.run(["git", "add", "snapshots"], cwd=project.path, check=True, capture_output=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "snapshots only"],
+                   cwd=project.path, check=True, capture_output=True)
+    assert subprocess.run(["git", "status", "--porcelain", "snapshots"], cwd=project.path, capture_output=True,
+                          text=True).stdout == ""
+    out = project.runpytest("-vv").stdout.str()
+    assert "explain the flips: no git commit holds snapshots/r1/ with its run" in out and "worktree add" not in out
+
+
 def test_seven_flips_at_default_verbosity_are_all_named(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     # pytest cuts an assertion message after 8 lines unless -vv is given or it runs on CI: the plugin's
     # terminal summary names every flip anyway
