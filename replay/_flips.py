@@ -16,7 +16,7 @@ from typing import Any
 
 from ._commands import judge_command
 from ._drift import claim_line_pair, formatting_free, quote_in
-from ._mcp import normalise_learn_url, page_name
+from ._mcp import normalise_learn_url, page_name, page_names
 from ._page_diff import changed_values, claim_values_on, line_values, region_diff
 from ._prompts import calibration_rules
 from ._records import GOLD_TO_VERDICT, AnyClaim, ClaimResult, Flip, FlipCause, FlipReport, GoldSet, ResultRow, as_judged
@@ -597,10 +597,13 @@ def _clip(text: str, other: str | None = None, n: int = 70) -> str:
 
 
 def _path_reason(ta: ClaimTrace, tb: ClaimTrace) -> str:
+    def urls(t: ClaimTrace) -> list[str]:
+        return [*t.read, *([t.cited] if t.cited and t.cited not in t.read else [])]
+
+    names = page_names([*urls(ta), *urls(tb)])  # two pages of one name are told apart
+
     def side(t: ClaimTrace) -> str:
-        urls = [*t.read, *([t.cited] if t.cited and t.cited not in t.read else [])]
-        names = [page_name(u) for u in urls] or ["nothing"]
-        return " + ".join(names)
+        return " + ".join(names[u] for u in urls(t)) or "nothing"
 
     return f"A read {side(ta)}, B read {side(tb)}"
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any, Literal
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
@@ -50,6 +52,20 @@ def page_name(url: str) -> str:
     parts = split_url(url)
     path = parts.path.rstrip("/") if parts is not None else ""
     return path.rsplit("/", 1)[-1] or url
+
+
+def page_names(urls: Iterable[str]) -> dict[str, str]:
+    """URL -> `page_name`, or its whole path where other URLs among them have the same last segment
+    (`ai-services/.../model-retirements` and `ai-foundry/.../model-retirements` are two pages)."""
+    unique = list(dict.fromkeys(urls))
+    short = {u: page_name(u) for u in unique}
+    taken = Counter(short.values())
+    out = {}
+    for u in unique:
+        parts = split_url(u)
+        whole = parts.path.strip("/") if parts is not None else ""
+        out[u] = (whole or short[u]) if taken[short[u]] > 1 else short[u]
+    return out
 
 
 def is_missing_page(text: str, is_error: bool = False) -> bool:

@@ -577,3 +577,15 @@ def test_a_claim_edited_between_the_runs_is_no_prompt_page_or_model_flip(tmp_pat
     flip = explain_flips(a, c).flips[0]  # b, a sibling, is discovered but judged another claim
     assert flip.primary_cause == "model"
     assert flip.evidence["repeats"]["a_and_b"]["runs"] == [a.name, c.name]
+
+
+def test_two_pages_of_one_name_are_told_apart_in_an_evidence_path():
+    # "B read model-retirements + model-retirements" named two pages (ai-services and ai-foundry) alike
+    from replay._mcp import page_names
+
+    services = "https://learn.microsoft.com/azure/ai-services/openai/concepts/model-retirements"
+    foundry = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/model-retirements"
+    quotas = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
+    assert page_names([services, foundry, quotas, services]) == {
+        services: "azure/ai-services/openai/concepts/model-retirements",
+        foundry: "azure/ai-foundry/openai/concepts/model-retirements", quotas: "quotas-limits"}
