@@ -54,6 +54,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
         return
     from .snapshot import session_mismatches
 
+    if exitstatus == pytest.ExitCode.INTERRUPTED:  # syrupy then says unused detection is disabled: why
+        terminalreporter.write_line("judge-replay: the session was interrupted, so no snapshot is deleted or reported "
+                                    "as unused (the --snapshot-disable-unused syrupy names is set for that, not by you)")
     mismatches = session_mismatches()
     if not mismatches:
         return

@@ -313,8 +313,11 @@ def test_verdicts(verdict_snapshot):
     raise KeyboardInterrupt  # Ctrl-C while the run replays, before its verdicts are compared
     assert RunVerdicts.recorded("runs/r1") == verdict_snapshot
 """)
-    project.runpytest_subprocess("--snapshot-update")  # as a person runs it (Ctrl-C ends pytest itself)
+    done = project.runpytest_subprocess("--snapshot-update")  # as a person runs it (Ctrl-C ends pytest itself)
     assert list(snapshot_files(project.path / "snapshots")) == before
+    # syrupy then notes that unused detection is disabled: the plugin says why (no flag of the user's)
+    done.stdout.fnmatch_lines(["*judge-replay: the session was interrupted, so no snapshot is deleted or reported as "
+                               "unused (the --snapshot-disable-unused syrupy names is set for that, not by you)*"])
 
 
 def test_snapshot_dir_option(project: pytest.Pytester) -> None:
