@@ -440,6 +440,11 @@ def _find_counterpart(line: str, page: _PageLines) -> Located | None:
     if cells is not None:
         key = _row_key(cells)
         same_key = [(n, c) for n, c, k in page.rows if key and k == key]
+        version = cells[1] if len(cells) > 1 and _is_version(cells[1]) else None
+        if version is not None and len(same_key) > 1:  # rows of one model, one per version: the version is the key
+            same_key = [(n, c) for n, c in same_key if version in c]
+            if not same_key:
+                return None  # that version's row is gone, whatever the other versions' rows say
         if same_key:
             # the row sharing most cells, then the most alike (the first on a tie); ratios only for the first
             equal = [_equal_cells(cells, c) for _, c in same_key]
@@ -449,6 +454,12 @@ def _find_counterpart(line: str, page: _PageLines) -> Located | None:
     else:
         candidates = page.prose
     return _closest(line, candidates)
+
+
+def _is_version(cell: str) -> bool:
+    """A cell naming a version: one word with a digit (`2024-10-01`, `turbo-2024-04-09`, `0613`)."""
+    word = cell.strip().strip("`")
+    return bool(word) and not any(c.isspace() for c in word) and has_digit(word)
 
 
 def _closest(line: str, candidates: Sequence[Located]) -> Located | None:

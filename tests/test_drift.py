@@ -18,7 +18,7 @@ from replay._text import sha256_text
 LEARN_PAGES = Path(__file__).resolve().parent / "data" / "learn-pages"
 CHANGES = json.loads((LEARN_PAGES / "changes.json").read_text("utf-8"))  # fails loudly when the folder is absent
 
-# Claims asserting the BEFORE value of changes #0-#12, #19, #20 (numbers, dates, regions, removed rows).
+# Claims asserting the BEFORE value of changes #0-#12, #15, #19, #20 (numbers, dates, regions, removed rows).
 CLAIMS = {
     0: "gpt-4.1-nano has a context window of 1,047,576 tokens.",
     1: "gpt-4.1-mini has a context window of 1,047,576 tokens.",
@@ -30,6 +30,7 @@ CLAIMS = {
     10: "gpt-4o 2024-05-13 retires no earlier than May 20, 2025.",
     11: "gpt-35-turbo 0125 retires no earlier than May 31, 2025.",
     12: "dall-e-3 retires no earlier than April 30, 2025.",
+    15: "gpt-4 1106-preview is upgraded to turbo-2024-04-09 from January 27, 2025.",
     19: "A resource allows at most 5 fine-tuned model deployments.",
     20: "A resource holds at most 50 files for fine-tuning.",
 }
@@ -66,7 +67,7 @@ def test_region_list_replaced_by_a_pointer_is_at_risk():
     assert d.status == "value-changed" and "East US2" in d.old and "See the [models table]" in d.new
 
 
-@pytest.mark.parametrize("n", [6, 7])
+@pytest.mark.parametrize("n", [6, 7, 15])  # 15: the gpt-4 1106-preview row, not the gpt-4 turbo row left
 def test_removed_row_is_quote_gone_not_matched_to_another_models_row(n):
     d = drift_of(n, CLAIMS[n], CHANGES[n]["before"].strip())
     assert d.status == "quote-gone"
