@@ -59,6 +59,10 @@ def ref_counterpart(line: str, new_text: str) -> Located | None:
         key = _drift._row_key(cells)
         rows = [(n, c) for n in new_lines if (c := _drift._cells(n.line)) is not None]
         same_key = [(n, c) for n, c in rows if key and _drift._row_key(c) == key]
+        if len(cells) > 1 and _drift._is_version(cells[1]) and len(same_key) > 1:  # one row per version
+            same_key = [(n, c) for n, c in same_key if cells[1] in c]
+            if not same_key:
+                return None
         if same_key:
             return max(same_key, key=lambda nc: (_drift._equal_cells(cells, nc[1]), ref_ratio(line, nc[0].line)))[0]
         candidates = [n for n, c in rows if ref_renamed_key(key, _drift._row_key(c))]
