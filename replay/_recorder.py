@@ -12,10 +12,12 @@ recorders that close in any order leave `httpx`/`httpx2` exactly as they found t
 (`vcr.stubs.httpx_stubs.vcr_handle_request` / `vcr_handle_async_request`, whose signature is the one of
 vcrpy 8.2 on, when httpx2 came), given a duck-typed router instead of a vcrpy `Cassette`
 (`can_play_response_for`, `play_response`, `write_protected`, `filter_request`, `append`). The router
-sends each call to the recorder whose conversation runs in the calling thread, and that recorder to the
-tape of that conversation (a ContextVar, so each worker thread, or asyncio task, has its own). A call
-that a replaying recorder owns skips the stub (`_replaying`): it is answered from the tape with the
-response the stub would have built (`_replay_response`), without the stub's per-request vcrpy `Request`.
+sends each exchange to the recorder whose conversation runs in the calling thread, and that recorder to
+the tape of that conversation (a ContextVar, so each worker thread, or asyncio task, has its own). A call
+answered from memory skips the stub (`_replaying`): a replay's every call (from the tape), a recording's
+fetch of a page another conversation fetched (the page cache), a Learn call a page pool serves. It gets
+the response the stub would have built (`_response`), without the stub's per-request vcrpy `Request` and
+dict round trip; only an exchange that goes to the network goes through the stub, which records it.
 Nothing else of the process is patched: an `http.client` or `urllib` request inside a conversation
 goes out unrecorded. These stubs and that protocol are all we use of vcrpy besides its cassette format.
 
@@ -304,19 +306,19 @@ class _PagePool:
 
 
 class _Router:
-    """What vcrpy's httpx stubs take for a cassette: routes each call to the recorder (and it to the
-    tape) of the conversation running in the calling thread."""
+    """What vcrpy's httpx stubs take for a cassette: routes each exchange that goes out to the recorder
+    (and it to the tape) of the conversation running in the calling thread. Every answer from memory
+    (cassette, page pool, page cache) was given before the stub (`_replaying`): the stub plays none."""
 
-    write_protected = False  # misses are raised by play_response, never by vcrpy
+    write_protected = False  # misses are raised before the stub, never by vcrpy
 
     def can_play_response_for(self, request: Any) -> bool:
-        recorder = _patch.owner()
-        setattr(request, _RECORDER_ATTR, recorder)
-        return recorder is not None and recorder._will_answer(request)
+        setattr(request, _RECORDER_ATTR, _patch.owner())
+        setattr(request, _CANON_ATTR, _going_out.get())
+        return False
 
     def play_response(self, request: Any) -> dict[str, Any]:
-        recorder: HttpRecorder = getattr(request, _RECORDER_ATTR)
-        return recorder._answer(request)
+        raise AssertionError("every answer from memory is given before vcrpy's stub")
 
     def filter_request(self, request: Any) -> Any:
         return request
@@ -325,6 +327,11 @@ class _Router:
         recorder: HttpRecorder | None = getattr(request, _RECORDER_ATTR, None)
         if recorder is not None:
             recorder._recorded(request, response)
+
+
+_going_out: ContextVar[CanonicalRequest | None] = ContextVar("judge_replay_going_out", default=None)
+"""The canonical form of the request the HTTP call running in this context sends to the network (made
+when it was decided that no answer from memory is given: `HttpRecorder._from_memory`)."""
 
 
 _RECORDER_ATTR = "_judge_replay_recorder"
@@ -382,18 +389,23 @@ class _ProcessPatch:
 
 
 def _replaying(stub: Any, module: Any) -> Any:
-    """The patched `handle_request`: a call a replaying recorder owns is answered at once
-    (`_replay_response`), any other goes through vcrpy's stub; on any way out (answer, error, Ctrl-C)
-    the page fetch the call claimed is released."""
+    """The patched `handle_request`: a call an open recorder answers from memory (a replay's cassette, a
+    recording's page cache, a page pool) is answered at once (`_answered`), any other goes through
+    vcrpy's stub; on any way out (answer, error, Ctrl-C) the page fetch the call claimed is released."""
 
     @functools.wraps(stub)
     def handle_request(transport: Any, request: Any) -> Any:
+        token = None
         try:
             recorder = _patch.owner()
-            if recorder is not None and recorder.mode == "replay":
-                return _replay_response(recorder, request, b"".join(request.stream), module)
+            if recorder is not None:
+                answered, token = _answered(recorder, request, b"".join(request.stream), module)
+                if answered is not None:
+                    return answered
             return stub(transport, request)
         finally:
+            if token is not None:
+                _going_out.reset(token)
             _settle_claim()
 
     return handle_request
@@ -402,25 +414,43 @@ def _replaying(stub: Any, module: Any) -> Any:
 def _replaying_async(stub: Any, module: Any) -> Any:
     @functools.wraps(stub)
     async def handle_async_request(transport: Any, request: Any) -> Any:
+        token = None
         try:
             recorder = _patch.owner()
-            if recorder is not None and recorder.mode == "replay":
-                return _replay_response(recorder, request, b"".join([part async for part in request.stream]), module)
+            if recorder is not None:
+                body = b"".join([part async for part in request.stream])
+                answered, token = _answered(recorder, request, body, module)
+                if answered is not None:
+                    return answered
             return await stub(transport, request)
         finally:
+            if token is not None:
+                _going_out.reset(token)
             _settle_claim()
 
     return handle_async_request
 
 
-def _replay_response(recorder: HttpRecorder, request: Any, body: bytes, module: Any) -> Any:
-    """Replay: the answer to an httpx (or httpx2, `module`) request whose body was read as `body`, exactly
-    as vcrpy's stub would build it (`vcr.stubs.httpx_stubs`: the request's stream replaced by its bytes,
-    `_deserialize_response` of the played dict: status, headers in order with each value of a multi-valued
-    one, the body as a `ByteStream`, the reason phrase as `extensions` when there is one; the client then
-    attaches the request), without the stub's vcrpy `Request` and the dict round trip."""
+def _answered(recorder: HttpRecorder, request: Any, body: bytes, module: Any) -> tuple[Any, Any]:
+    """(the response when `recorder` answers this httpx (or httpx2, `module`) request from memory, else
+    None; the token of `_going_out` set for the stub, else None). The request's stream is replaced by
+    `body`, its bytes, as vcrpy's stub does."""
     request.stream = module.ByteStream(body)
-    played = recorder._replayed(recorder._current.get(), _Sent(request.method, str(request.url), body, request.headers))
+    sent = _Sent(request.method, str(request.url), body, request.headers)
+    if recorder.mode == "replay":
+        return _response(recorder._replayed(recorder._current.get(), sent), module), None
+    played, creq = recorder._from_memory(sent)
+    if played is not None:
+        return _response(played, module), None
+    return None, _going_out.set(creq)
+
+
+def _response(played: _Played, module: Any) -> Any:
+    """An answer from memory as the httpx (or httpx2, `module`) response vcrpy's stub would build of it
+    (`vcr.stubs.httpx_stubs._deserialize_response` of the played dict: status, headers in order with each
+    value of a multi-valued one, the body as a `ByteStream`, the reason phrase as `extensions` when there
+    is one; the client then attaches the request), without the stub's vcrpy `Request` and the dict round
+    trip."""
     return module.Response(
         played.status,
         headers=[(name, value) for name, values in played.headers.items() for value in values],
@@ -487,6 +517,9 @@ class HttpRecorder:
         depends on the secrets this process knows: such a replay leaves no receipt (`_receipts`)."""
         self._page_cache: dict[str, tuple[str, Interaction]] = {}
         """Normalised URL -> (claims file that fetched it live, the exchange)."""
+        self._stored_answers: dict[tuple[int, type, Any], _Stored] = {}
+        """(id of a page pool's or the page cache's exchange, its request's JSON-RPC id type and id) ->
+        the answer as played (`_stored_answer`); those exchanges are kept as long as the recorder."""
         self._in_flight: dict[str, _PageFetch] = {}
         """Normalised URL -> the live fetch of that page under way, which other conversations wait for."""
         self._waiting = 0
@@ -567,41 +600,44 @@ class HttpRecorder:
 
     # ------------------------------------------------------------------ called by the patched transports
 
-    def _will_answer(self, request: Any) -> bool:
-        """Whether the answer comes from us (cassette, page pool, page cache) rather than the network."""
-        if self.mode == "replay":
-            return True  # from the cassette, or a CassetteMiss: `_answer` finds which
-        if self.mode == "record":
-            creq = _sent_request(request)
-        else:
-            creq = canonical_request(request.method, request.uri, request.body)
-        setattr(request, _CANON_ATTR, creq)
-        if creq.kind == "learn" and self._pool is not None:
-            return True
-        return self.mode == "record" and self._answered_by_another(creq)
-
-    def _answer(self, request: Any) -> dict[str, Any]:
+    def _from_memory(self, request: _Sent) -> tuple[_Played | None, CanonicalRequest]:
+        """Record, or live with a page pool: (the answer when it comes from us (page pool, page cache)
+        rather than the network, else None; the request's canonical form). An answer given is written to
+        the conversation's tape (record) or counted."""
+        creq = _sent_request(request) if self.mode == "record" else canonical_request(request.method, request.uri, request.body)
         tape = self._current.get()
-        if self.mode == "replay":
-            return _vcr_response(self._replayed(tape, request))
-        creq: CanonicalRequest = getattr(request, _CANON_ATTR)
         if creq.kind == "learn" and self._pool is not None:
             served = self._pool.get(creq)
             if served is None and (stored := _as_stored(request, creq)) is not None:
                 served = self._pool.get(stored)
             if served is None:
                 raise self._miss(tape, creq, pool=self._pool)
-        else:
+        elif self.mode == "record" and self._answered_by_another(creq):
             served = self._cached_page(creq)
-            assert served is not None  # _will_answer said so
+            assert served is not None  # _answered_by_another said so
             with self._lock:
                 self.stats.page_cache_hits += 1
-        response = _playback(_stored(served), request, _learn_of(creq))
+        else:
+            return None, creq
+        played = _played(self._stored_answer(served, creq), request, _learn_of(creq))
         if self.mode == "record" and tape is not None:
-            self._write(tape, creq, _interaction(request, response))
+            self._write(tape, creq, _interaction(request, _vcr_response(played)))
         else:
             self._count(creq)
-        return response
+        return played, creq
+
+    def _stored_answer(self, served: Interaction, creq: CanonicalRequest) -> _Stored:
+        """`_stored(served, creq)`: a page pool's or the page cache's answer as played to a request with
+        creq's JSON-RPC id, made once per answer and id (conversations fetch the same pages, mostly with
+        the same id), not once per fetch."""
+        key = (id(served), type(creq.rpc_id), creq.rpc_id)
+        try:
+            found = self._stored_answers.get(key)
+        except TypeError:  # an id that is no JSON-RPC id (a list, an object): made every time
+            return _stored(served, creq)
+        if found is None:
+            found = self._stored_answers[key] = _stored(served, creq)
+        return found
 
     def _recorded(self, request: Any, response: dict[str, Any]) -> None:
         """A live exchange completed: keep it (record mode, inside a conversation)."""
@@ -814,12 +850,6 @@ def _vcr_response(played: _Played) -> dict[str, Any]:
             "body": {"string": played.body}}
 
 
-def _playback(stored: _Stored, request: Any, learn: tuple[str | None, Any] | None = None) -> dict[str, Any]:
-    """`_played`, in the dict form vcrpy's stubs deserialize (what recording answers from a page pool or
-    another conversation's fetch)."""
-    return _vcr_response(_played(stored, request, learn))
-
-
 def _played(stored: _Stored, request: Any, learn: tuple[str | None, Any] | None = None,
             recorded_body: Callable[[], str] | None = None) -> _Played:
     """A stored response as the response to `request`. `learn`: the JSON-RPC (method, id) of the Learn
@@ -844,7 +874,7 @@ def _played(stored: _Stored, request: Any, learn: tuple[str | None, Any] | None 
 
 
 def _learn_of(creq: CanonicalRequest) -> tuple[str | None, Any] | None:
-    """What `_playback` needs of a Learn request: its JSON-RPC (method, id); None for any other."""
+    """What `_played` needs of a Learn request: its JSON-RPC (method, id); None for any other."""
     return (creq.rpc_method, creq.rpc_id) if creq.kind == "learn" else None
 
 

@@ -17,7 +17,7 @@ from vcr.stubs.httpx_stubs import _deserialize_response  # type: ignore[import-u
 
 from factories import LEARN, fetch_interaction
 from replay._cassette import Interaction, save_cassette
-from replay._recorder import HttpRecorder, _playback, _stored
+from replay._recorder import HttpRecorder, _played, _stored, _vcr_response
 from replay._runs import cassette_name
 
 MODEL = "http://127.0.0.1:8932/v1/messages"
@@ -85,7 +85,7 @@ def test_a_replayed_learn_answer_is_what_vcrpys_stub_builds_from_the_played_dict
             with client.stream("POST", LEARN, content=body.replace(b'"id":3', b'"id":9'), headers=headers) as streamed:
                 shape = _shape(streamed)
                 lines = list(streamed.iter_lines())
-    played = _playback(_stored(recorded), request, ("tools/call", 3))
+    played = _vcr_response(_played(_stored(recorded), request, ("tools/call", 3)))
     expected = _deserialize_response(played, httpx)
     assert _shape(whole) == _shape(expected) and type(whole.stream) is httpx.ByteStream
     assert whole.read() == expected.read() and request.read() == body
