@@ -25,11 +25,9 @@ from ._io import atomic_write_text, display_path, dump_json, listed, load_gold, 
 from ._matching import results_differences
 from ._records import AnyClaim, Claim, ClaimResult, FlipReport, GateDecision, GoldSet, ResultsFile, Scores, Verdict
 from ._runfolder import changing, journal_path
-from ._runs import MANIFEST, RESULTS, Run
+from ._runs import MANIFEST, RESULTS, Run, stand_in_notes, stand_in_notes_for, stand_ins_of
 
 RESULTS_PREFIX = "judge-bakeoff-results-"
-STAND_IN_JUDGE_NOTE = "runs used the local stand-in judge (test equipment), not Claude"
-STAND_IN_LEARN_NOTE = "pages came from the local Learn stand-in (test equipment), not learn.microsoft.com"
 
 Warn = Callable[[str], None]
 
@@ -157,34 +155,6 @@ class Bakeoff:
     notes: list[str] = field(default_factory=list)
     """What people must know first (stand-in judge, replay fallback, replay mismatches)."""
     written: list[Path] = field(default_factory=list)
-
-
-def stand_in_notes(runs: list[Run]) -> list[str]:
-    """What people must read first when runs used the local stand-ins (test equipment)."""
-    return stand_in_notes_for([(display_path(r.path), r.manifest.stand_ins) for r in runs])
-
-
-def stand_in_notes_for(sources: list[tuple[str, list[str] | None]]) -> list[str]:
-    """The stand-in notes for labelled results: (label, the services that were stand-ins, None when not
-    known: a results file outside a run folder that does not say)."""
-    notes = []
-    for service, note in (("model", STAND_IN_JUDGE_NOTE), ("learn", STAND_IN_LEARN_NOTE)):
-        names = [label for label, stand_ins in sources if stand_ins and service in stand_ins]
-        if names:
-            notes.append(f"{note}: {', '.join(names)}")
-    unknown = [label for label, stand_ins in sources if stand_ins is None]
-    if unknown:
-        notes.append(f"cannot tell whether {', '.join(unknown)} came from the real services or the local "
-                     f"stand-ins (test equipment): not a run folder (give --run RUN to name the run it came from)")
-    return notes
-
-
-def stand_ins_of(results: ResultsFile, run: Run | None) -> list[str] | None:
-    """Which services were stand-ins for these results: the run's manifest, else the results file's own
-    `stand_ins` when it has the field (the bake-off writes it), else None (not known)."""
-    if run is not None:
-        return list(run.manifest.stand_ins)
-    return list(results.stand_ins) if "stand_ins" in results.model_fields_set else None
 
 
 def rerecord_hint(label: str, run: Run | None, scores: Scores) -> str | None:

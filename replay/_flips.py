@@ -67,15 +67,15 @@ class Conversation:
 
     fetches: tuple[PageRead, ...] = ()
     searches: tuple[SearchMade, ...] = ()
+    _last_fetch: dict[str, PageRead] = field(init=False, repr=False, compare=False)
+    """Normalised URL -> its last fetch (made once: every claim of the file asks)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_last_fetch", {normalise_learn_url(page.url): page for page in self.fetches})
 
     def fetched(self, url: str) -> PageRead | None:
         """The last fetch of a URL in this conversation."""
-        key = normalise_learn_url(url)
-        found = None
-        for page in self.fetches:
-            if normalise_learn_url(page.url) == key:
-                found = page
-        return found
+        return self._last_fetch.get(normalise_learn_url(url))
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,11 @@ def split_url(url: str) -> SplitResult | None:
         return None
 
 
+@functools.lru_cache(maxsize=16384)
 def normalise_learn_url(url: str) -> str:
     """SPEC.md URL normalisation: scheme and host lower-cased, `/en-us/`-style locale, fragment and
-    trailing slash dropped (a text that is no URL: itself, stripped)."""
+    trailing slash dropped (a text that is no URL: itself, stripped). Remembered: a run's reports ask
+    for the same few hundred URLs once per claim and page."""
     parts = split_url(url)
     if parts is None:
         return url.strip()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import functools
 import re
@@ -115,6 +114,19 @@ def _opcodes(old: str, new: str) -> tuple[tuple[str, int, int, int, int], ...]:
     return tuple(matcher.get_opcodes())
 
 
+@functools.lru_cache(maxsize=64)
+def _changed_ops(old: str, new: str) -> tuple[dict[int, int], dict[int, int]]:
+    """For each side, line -> the index (in `_opcodes`) of the change that line is in, for the lines
+    inside a change: which changes a claim's lines touch, looked up by line instead of searched for."""
+    in_old: dict[int, int] = {}
+    in_new: dict[int, int] = {}
+    for k, (tag, i1, i2, j1, j2) in enumerate(_opcodes(old, new)):
+        if tag != "equal":
+            in_old.update(dict.fromkeys(range(i1, i2), k))
+            in_new.update(dict.fromkeys(range(j1, j2), k))
+    return in_old, in_new
+
+
 def _range(start: int, stop: int) -> str:
     length = stop - start
     if length == 1:
@@ -143,23 +155,14 @@ def region_diff(
     if not focus_a and not focus_b:
         return RegionDiff(True, False, "", NOT_ON_PAGE)
 
-    sorted_a, sorted_b = sorted(focus_a), sorted(focus_b)
-
-    def within(lines: list[int], start: int, stop: int) -> bool:
-        at = bisect.bisect_left(lines, start)
-        return at < len(lines) and lines[at] < stop
-
-    def touches(i1: int, i2: int, j1: int, j2: int) -> bool:
-        return within(sorted_a, i1, i2) or within(sorted_b, j1, j2)
-
-    ops = list(_opcodes(old, new))
-    chosen = [k for k, (tag, *span) in enumerate(ops) if tag != "equal" and touches(*span)]
+    in_old, in_new = _changed_ops(old, new)
+    chosen = sorted({in_old[i] for i in focus_a if i in in_old} | {in_new[j] for j in focus_b if j in in_new})
     if not chosen:
         return RegionDiff(True, False, "", ELSEWHERE)
     if not hunks:
         return RegionDiff(True, True, "", "")
     out = [f"--- {old_label}", f"+++ {new_label}"]
-    for hunk in _hunks(ops, chosen, context):
+    for hunk in _hunks(list(_opcodes(old, new)), chosen, context):
         out.extend(_format_hunk(a, b, hunk, focus_a, focus_b))
     return RegionDiff(True, True, "\n".join(out) + "\n", "")
 

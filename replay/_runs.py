@@ -18,10 +18,10 @@ from pydantic import ValidationError
 from ._cassette_cache import Cassette, cached, source_sha256
 from ._cassette import CASSETTE_SUFFIX, Interaction, LearnCall, learn_calls, load_cassette
 from ._errors import InputError, ReplayError
-from ._io import load_claims_batch, load_compact_results, load_results, read_json, reading_error, validate
+from ._io import display_path, load_claims_batch, load_compact_results, load_results, read_json, reading_error, validate
 from ._mcp import FETCH_TOOL, NoPage, no_page_reason, normalise_learn_url
 from ._prompts import parse_rendered_batch
-from ._records import Claim, CompactResults, ResultsFile, RunManifest, as_judged
+from ._records import Claim, ClaimsFileEntry, CompactResults, ResultsFile, RunManifest, as_judged
 from ._text import sha256_text
 
 MANIFEST = "run.json"
@@ -149,10 +149,18 @@ class Run:
         except (OSError, UnicodeDecodeError) as exc:
             raise reading_error(p, exc) from exc
 
-    def cassette_path(self, claims_file: str) -> Path:
+    @cached_property
+    def _entries(self) -> dict[str, list[ClaimsFileEntry]]:
+        """claims file -> the manifest's entries for it, in order (looked up once per file by every
+        command that reads the run, so not searched for in the list each time)."""
+        out: dict[str, list[ClaimsFileEntry]] = {}
         for entry in self.manifest.claims:
-            if entry.file == claims_file:
-                return in_folder(self.path, entry.cassette)
+            out.setdefault(entry.file, []).append(entry)
+        return out
+
+    def cassette_path(self, claims_file: str) -> Path:
+        for entry in self._entries.get(claims_file, ()):
+            return in_folder(self.path, entry.cassette)
         return in_folder(self.path, cassette_name(claims_file))
 
     def missing_cassettes(self) -> list[str]:
@@ -263,16 +271,22 @@ class Run:
     def claims_file_path(self, claims_file: str) -> Path | None:
         """Where the claims file the manifest names for `claims_file` is now: its recorded path taken as
         given, then against the current folder, the run folder and each folder above it (the project root among them)."""
-        for entry in self.manifest.claims:
-            if entry.file != claims_file:
-                continue
+        for entry in self._entries.get(claims_file, ()):
             recorded = Path(entry.path)
             if recorded.is_absolute():
                 return recorded if recorded.is_file() else None
-            for base in (Path.cwd(), self.path.resolve(), *self.path.resolve().parents):
+            for base in self._bases():
                 if (base / recorded).is_file():
                     return base / recorded
         return None
+
+    def _bases(self) -> Iterator[Path]:
+        """What a relative claims path is tried against: the current folder, the run folder and each
+        folder above it (each worked out only when the ones before did not hold the file)."""
+        yield Path.cwd()
+        resolved = self.path.resolve()
+        yield resolved
+        yield from resolved.parents
 
     def claims(self, claims_file: str) -> list[Claim] | None:
         """The claims of one claims file as the judge saw them: the batch rendered into the first model
@@ -420,3 +434,37 @@ def new_runs_folder(run: Run) -> str | None:
     tested, and a sibling `diff` would pick up), else None (beside the run, where a project keeps its runs)."""
     bundled = BUNDLED_CASSETTES.is_dir() and run.path.resolve().is_relative_to(BUNDLED_CASSETTES)
     return tempfile.gettempdir() if bundled else None
+
+
+# --------------------------------------------------------------------------- stand-ins
+
+STAND_IN_JUDGE_NOTE = "runs used the local stand-in judge (test equipment), not Claude"
+STAND_IN_LEARN_NOTE = "pages came from the local Learn stand-in (test equipment), not learn.microsoft.com"
+
+
+def stand_in_notes(runs: list[Run]) -> list[str]:
+    """What people must read first when runs used the local stand-ins (test equipment)."""
+    return stand_in_notes_for([(display_path(r.path), r.manifest.stand_ins) for r in runs])
+
+
+def stand_in_notes_for(sources: list[tuple[str, list[str] | None]]) -> list[str]:
+    """The stand-in notes for labelled results: (label, the services that were stand-ins, None when not
+    known: a results file outside a run folder that does not say)."""
+    notes = []
+    for service, note in (("model", STAND_IN_JUDGE_NOTE), ("learn", STAND_IN_LEARN_NOTE)):
+        names = [label for label, stand_ins in sources if stand_ins and service in stand_ins]
+        if names:
+            notes.append(f"{note}: {', '.join(names)}")
+    unknown = [label for label, stand_ins in sources if stand_ins is None]
+    if unknown:
+        notes.append(f"cannot tell whether {', '.join(unknown)} came from the real services or the local "
+                     f"stand-ins (test equipment): not a run folder (give --run RUN to name the run it came from)")
+    return notes
+
+
+def stand_ins_of(results: ResultsFile, run: Run | None) -> list[str] | None:
+    """Which services were stand-ins for these results: the run's manifest, else the results file's own
+    `stand_ins` when it has the field (the bake-off writes it), else None (not known)."""
+    if run is not None:
+        return list(run.manifest.stand_ins)
+    return list(results.stand_ins) if "stand_ins" in results.model_fields_set else None

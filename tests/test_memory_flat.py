@@ -38,7 +38,7 @@ DEMO_RUNS = ["v1-demo", "v2-demo", "v3-demo", "v2-demo-2026-09", "v3-demo-2026-0
 def test_compact_results_hold_every_field_of_every_verdict(name):
     full, compact = load_results(CASSETTES / name), load_compact_results(CASSETTES / name)
     assert compact.header.model_dump(exclude={"files"}) == full.model_dump(exclude={"files"})
-    assert "stand_ins" in compact.header.model_fields_set  # what `_bakeoff.stand_ins_of` asks
+    assert "stand_ins" in compact.header.model_fields_set  # what `_runs.stand_ins_of` asks
     assert [f.model_dump(exclude={"results", "tool_calls"}) for f in compact.header.files] == [
         f.model_dump(exclude={"results", "tool_calls"}) for f in full.files]
     assert [(rows.file, rows.error) for rows in compact.files] == [(f.file, f.error) for f in full.files]

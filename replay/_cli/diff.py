@@ -8,14 +8,13 @@ from pathlib import Path
 
 import click
 
-from .._bakeoff import stand_in_notes
 from .._config import load_settings, setting
 from .._errors import UsageError
 from .._flip_inputs import explain_flips
 from .._flips import gold_labels
 from .._io import atomic_write_chunks, load_claims, load_gold
 from .._report_flips import html_pieces, json_pieces, markdown_pieces, render_text, write_text
-from .._runs import Run, new_runs_folder
+from .._runs import Run, new_runs_folder, stand_in_notes
 from ._output import dash_is_stdout
 
 

@@ -10,7 +10,6 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from .._bakeoff import stand_in_notes
 from .._commands import check_endpoint
 from .._config import setting
 from .._drift import AT_RISK_STATUSES, STATUS_ORDER, unchecked
@@ -20,7 +19,7 @@ from .._io import load_claims, model_json_pieces, printable
 from .._pagestore import cassettes_root, index_or_warn
 from .._records import LEARN_MCP_URL, Claim, DriftClaim, DriftReport
 from .._render import console_for, print_table
-from .._runs import Run, new_runs_folder
+from .._runs import Run, new_runs_folder, stand_in_notes
 
 _STYLE = {"page-gone": "bold red", "value-changed": "red", "quote-gone": "yellow", "unchecked": "magenta",
           "changed-quote-intact": "cyan", "no-page": "dim", "unchanged": "green"}

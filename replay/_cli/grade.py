@@ -11,7 +11,7 @@ import click
 from rich.text import Text
 
 from .._adjudication import adjudicate, adjudication_markdown, adjudication_panels, run_claims, without_a_result_note
-from .._bakeoff import rerecord_hint, set_frozen, stand_in_notes_for, stand_ins_of
+from .._bakeoff import rerecord_hint, set_frozen
 from ._output import dash_is_stdout, emit_report
 from .._config import project_prices, setting_path
 from .._cost import cost_line, run_cost
@@ -24,7 +24,7 @@ from .._render import (
     console_for, gate_lines, headline, markdown_code, markdown_text, no_verdict_heading, no_verdict_lines,
     print_panels, print_table, score_tables, unmatched_lines,
 )
-from .._runs import MANIFEST, Run
+from .._runs import MANIFEST, Run, stand_in_notes_for, stand_ins_of
 
 
 @dataclass

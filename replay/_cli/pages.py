@@ -11,11 +11,11 @@ from rich.markup import escape as rich_escape
 from rich.table import Table
 from rich.text import Text
 
-from .._bakeoff import STAND_IN_LEARN_NOTE
 from .._errors import UsageError
 from .._io import dump_json, printable
 from .._pagestore import NoPageAnswer, PageRecord, PageStore, open_indexed_store
 from .._render import console_for
+from .._runs import STAND_IN_LEARN_NOTE
 
 _STORE_HELP = "Page store folder (default: [tool.judge-replay] page-store, else .judge-replay/pages)."
 _CASSETTES_HELP = "Folder of run folders to index first (default: [tool.judge-replay] cassettes, else cassettes/)."
