@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from collections.abc import Generator
+
     from syrupy.assertion import SnapshotAssertion
 
     from .snapshot import VerdictSnapshotAssertion
@@ -31,14 +33,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     begin_session()
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[None, None, None]:
     """An interrupted session deletes no snapshot: a run whose test was stopped before its assertion is not
-    unused (before syrupy's own `pytest_sessionfinish`, which deletes unused snapshots on an update)."""
+    unused. A wrapper, so that this runs before syrupy's own `pytest_sessionfinish` (which deletes unused
+    snapshots on an update) whatever order the two plugins' `tryfirst` hooks are called in."""
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         from .snapshot import keep_every_snapshot
 
         keep_every_snapshot(session.config)
+    return (yield)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

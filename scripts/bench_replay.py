@@ -22,6 +22,8 @@ at once: the HTTP client's own share, which every replay through it pays and the
 A sixth, `judge-replay's own`, hands the same requests (built beforehand) straight to the transport
 judge-replay patches, without a client: our code alone; the rest of the judge-replay figure is the
 client's work with these requests and the recorded answers, which vcrpy's figures include as well.
+The vcrpy plain line also says how far ahead of it a replay that cost nothing itself could be, through
+the same client (vcrpy plain / httpx alone): the ceiling of that comparison on this machine.
 Start-up (imports, patching) is outside every figure; each is the fastest of `--repeat` passes.
 The last line of output is JSON:
     {"files", "interactions", "ms_per_request", "floor_ms_per_request",
@@ -238,7 +240,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"httpx client alone  {client:8.3f} ms/request  (no cassette: the client's share of the figures above)")
     print(f"judge-replay's own  {own:8.3f} ms/request  (the patched transport given the same requests, no client;"
           f" the client's work with these requests and answers: {ours - own:.3f})")
-    print(f"vcrpy {vcr.__version__} plain   {plain:8.3f} ms/request  -> {plain / ours:.1f}x judge-replay")
+    print(f"vcrpy {vcr.__version__} plain   {plain:8.3f} ms/request  -> {plain / ours:.1f}x judge-replay"
+          f" (at most {plain / client:.1f}x for any replay through this client: vcrpy plain / client alone)")
     print(f"vcrpy {vcr.__version__} body    {body:8.3f} ms/request  -> {body / ours:.1f}x judge-replay")
     print(json.dumps({"files": files, "interactions": n, "ms_per_request": round(ours, 4),
                       "floor_ms_per_request": round(floor, 4), "vcrpy_plain_ms_per_request": round(plain, 4),

@@ -4,7 +4,8 @@ For each size (claims files of 10 claims each, `--sizes 50,500` by default) a wo
 `.judge-replay/bench/kb-<size>/` (`--workdir` for another folder) holds claims about the real-size Learn pages of
 tests/data/learn-pages (9-30 KB each) and a gold set (see `_bench_runs.py`). With the stand-ins
 running as separate processes on 127.0.0.1 (`judge-replay sim learn|model`), it times, each as a
-whole `judge-replay` process (wall, CPU = user+sys, peak RSS, from `os.wait4`):
+whole `judge-replay` process (wall, CPU = user+sys, peak RSS, from `os.wait4`), with our modules
+compiled to bytecode first, as an install leaves them (`_bench_runs.compiled`):
 
     record        judge --mode record over the "before" pages into runs/before (fresh every time)
     live          judge --mode live, same claims and pages (what recording is compared with, in CPU)
@@ -48,7 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _bench_runs import BENCH, CLI, Measure, judge, recorded_run, stand_ins, timed, workspace  # noqa: E402
+from _bench_runs import BENCH, CLI, Measure, compiled, judge, recorded_run, stand_ins, timed, workspace  # noqa: E402
 
 COMMANDS = ("record", "live", "replay_cold", "replay", "replay_receipt", "verify", "grade", "diff", "drift", "help")
 TARGETS = {"record_cpu_over_live": 1.15, "verify_minus_replay_s": 0.5, "seconds_at_largest": 2.0,
@@ -194,6 +195,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--commands takes some of {','.join(COMMANDS)}, not {args.commands!r}")
     if args.no_cache:
         os.environ["JUDGE_REPLAY_NO_CACHE"] = "1"
+    compiled()
     results = [bench_size(n, reuse=args.reuse, repeat=args.repeat, commands=commands, root=args.workdir)
                for n in sizes]
     rows = target_figures(results)
