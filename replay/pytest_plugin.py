@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
     from syrupy.assertion import SnapshotAssertion
 
-    from .snapshot import VerdictSnapshotAssertion
+    from replay.snapshots.extension import VerdictSnapshotAssertion
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -28,7 +28,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    from .snapshot import begin_session
+    # the extension (and the verdicts it compares) loaded once per process: an inner pytester session
+    # restores sys.modules when it ends, and a class loaded inside it would be another class next time
+    import replay.snapshots.extension  # noqa: F401
+    from replay.snapshots.session import begin_session
 
     begin_session()
 
@@ -39,14 +42,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
     unused. A wrapper, so that this runs before syrupy's own `pytest_sessionfinish` (which deletes unused
     snapshots on an update) whatever order the two plugins' `tryfirst` hooks are called in."""
     if exitstatus == pytest.ExitCode.INTERRUPTED:
-        from .snapshot import keep_every_snapshot
+        from replay.snapshots.session import keep_every_snapshot
 
         keep_every_snapshot(session.config)
     return (yield)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    from .snapshot import end_session
+    from replay.snapshots.session import end_session
 
     end_session()
 
@@ -56,7 +59,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     after 8 lines, and a re-recorded run can flip dozens of verdicts (syrupy reports its own this way)."""
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller prints the summary
         return
-    from .snapshot import session_mismatches
+    from replay.snapshots.session import session_mismatches
 
     if exitstatus == pytest.ExitCode.INTERRUPTED:  # syrupy then says unused detection is disabled: why
         terminalreporter.write_line("judge-replay: the session was interrupted, so no snapshot is deleted or reported "
@@ -74,6 +77,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
 def verdict_snapshot(snapshot: SnapshotAssertion) -> VerdictSnapshotAssertion:
     """syrupy's `snapshot`, storing a run's verdicts under `snapshots/<run>/`:
     `assert replay_run("cassettes/v3-demo") == verdict_snapshot`."""
-    from .snapshot import VerdictSnapshotAssertion
+    from replay.snapshots.extension import VerdictSnapshotAssertion
 
     return VerdictSnapshotAssertion.from_snapshot(snapshot)

@@ -9,7 +9,7 @@ fresh model stand-in for each way, so no way reads another's cache. `--fetch-per
 stand-in fetch one page per turn, the longer conversations of a real agent, where each turn re-sends
 the whole conversation so far.
 
-For each way: the billed cost in USD from the bundled price table (`replay._cost`, the run's model,
+For each way: the billed cost in USD from the bundled price table (`replay.core.cost`, the run's model,
 the batch discount for the batch way), input tokens by class (uncached, cache write, cache read) and
 output tokens summed from the `usage` of every model response in the run's cassettes, the HTTP requests
 the stand-ins served (their request logs: model calls, batch create / polls / results, Learn calls),
@@ -39,10 +39,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from replay._cost import TokenUsage, cost_usd, format_usd  # noqa: E402
-from replay._runs import Run  # noqa: E402
+from replay.core.cost import TokenUsage, cost_usd, format_usd  # noqa: E402
+from replay.runs.folder import Run  # noqa: E402
 
-CLI = [sys.executable, "-c", "import sys; from replay._cli.main import main; sys.exit(main())"]
+CLI = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
 DEMO_CLAIMS = REPO / "demo" / "claims"
 PAGES = REPO / "demo" / "pages" / "2026-06"
 WAYS = (("direct, no cache", ["--no-cache"], False),

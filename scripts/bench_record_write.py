@@ -35,10 +35,12 @@ from vcr.request import Request as VcrRequest  # type: ignore[import-untyped]  #
 from vcr.serializers import yamlserializer  # type: ignore[import-untyped]  # noqa: E402
 
 from _bench_runs import BENCH, recorded_run  # noqa: E402
-from replay._cassette import Interaction, load_cassette, normalise_recording, save_cassette  # noqa: E402
-from replay._matching import canonical_request  # noqa: E402
-from replay._runs import Run  # noqa: E402
-from replay._secrets import remember  # noqa: E402
+from replay.cassettes.interaction import Interaction
+from replay.cassettes.cassette import load_cassette, save_cassette
+from replay.cassettes.normalise import normalise_recording
+from replay.cassettes.matching import canonical_request  # noqa: E402
+from replay.runs.folder import Run  # noqa: E402
+from replay.secrets.registry import remember  # noqa: E402
 
 
 def _as_sent(body: str | None) -> str | None:

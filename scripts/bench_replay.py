@@ -7,7 +7,7 @@ fetches, a search) our recorder writes. Its requests are then replayed, conversa
 in four ways, all timed the same way (total wall time, loading included, divided by the number of
 requests); the first three send them through a real `httpx.Client`:
 
-    judge-replay   `replay._recorder.HttpRecorder("replay", run)`, one `conversation()` block per
+    judge-replay   `replay.recording.recorder.HttpRecorder("replay", run)`, one `conversation()` block per
                    cassette: what `judge --mode replay` and `cassettes verify` do, minus the SDK.
                    Measured with the parsed-cassette cache warm (every command after the first),
                    and also cold (cache emptied) and off (JUDGE_REPLAY_NO_CACHE=1: YAML every time).
@@ -48,9 +48,9 @@ import httpx  # noqa: E402
 import vcr  # type: ignore[import-untyped]  # noqa: E402
 
 from _bench_runs import BENCH, recorded_run  # noqa: E402
-from replay._cassette import load_cassette  # noqa: E402
-from replay._recorder import HttpRecorder  # noqa: E402
-from replay._runs import Run  # noqa: E402
+from replay.cassettes.cassette import load_cassette  # noqa: E402
+from replay.recording.recorder import HttpRecorder  # noqa: E402
+from replay.runs.folder import Run  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@
     python scripts/record_demo.py --expect        # print the verdicts the stand-in policy will give
 
 The stand-ins are test equipment: the verdicts come from the model stand-in's deterministic policy
-(`replay._sim.policy`), not from Claude. Both stand-ins are deterministic and the recorder normalises
+(`replay.sim.policy`), not from Claude. Both stand-ins are deterministic and the recorder normalises
 volatile values, so recording twice gives byte-identical cassettes.
 """
 
@@ -21,16 +21,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from replay._bakeoff import is_frozen
-from replay._errors import ReplayError
-from replay._gate import gate_rule
-from replay._grading import grade_results
-from replay._io import load_claims, load_gold
-from replay._mcp import normalise_learn_url, search_result_urls
-from replay._prompts import load_prompt
-from replay._records import ClaimResult, FileResult, GoldSet, ResultsFile, Scores
-from replay._sim.learn import Page, load_pages, search_text
-from replay._sim.policy import judge_claim
+from replay.analysis.frozen import is_frozen
+from replay.errors import ReplayError
+from replay.core.gate import gate_rule
+from replay.core.grading import grade_results
+from replay.files.inputs import load_claims, load_gold
+from replay.urls import normalise_learn_url
+from replay.learn.wire import search_result_urls
+from replay.prompts import load_prompt
+from replay.schema.results import ClaimResult, FileResult, ResultsFile
+from replay.schema.gold import GoldSet
+from replay.schema.scores import Scores
+from replay.sim.learn import Page, load_pages, search_text
+from replay.sim.policy import judge_claim
 
 REPO = Path(__file__).resolve().parents[1]
 CLAIMS = Path("demo/claims")
@@ -143,9 +146,9 @@ def frozen_runs(runs: Iterable[DemoRun]) -> list[DemoRun]:
 
 def record(runs: list[DemoRun], *, force: bool = False) -> None:
     """Record each run with both stand-ins started in-process, through the real record path."""
-    from replay._batch_runner import ModelRoute
-    from replay._runner import run_judge
-    from replay._sim import start_learn, start_model
+    from replay.judge.model_route import ModelRoute
+    from replay.judge.runner import run_judge
+    from replay.sim import start_learn, start_model
 
     os.chdir(REPO)
     # Any free ports: loopback endpoints are stored canonically, so the port changes no byte. Caching is on,

@@ -19,7 +19,7 @@ def learn_wire():
 @pytest.fixture
 def demo_learn():
     """The Learn stand-in over the demo's 2026-06 page snapshot."""
-    from replay._sim import start_learn
+    from replay.sim import start_learn
 
     with start_learn(Path(__file__).resolve().parents[1] / "demo" / "pages" / "2026-06") as handle:
         yield handle
@@ -28,7 +28,7 @@ def demo_learn():
 @pytest.fixture
 def cached_project(tmp_path, monkeypatch):
     """A project folder (it has a pyproject.toml) as the working folder, with our caches on."""
-    from replay._cassette_cache import OFF_VARIABLE
+    from replay.cassettes.cache import OFF_VARIABLE
 
     (tmp_path / "pyproject.toml").write_text("[tool.judge-replay]\n", "utf-8")
     monkeypatch.chdir(tmp_path)
@@ -38,9 +38,9 @@ def cached_project(tmp_path, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _forget_secrets():
-    """Each test starts with no remembered secret: the registry (`replay._secrets`) is process-wide, and a
+    """Each test starts with no remembered secret: the registry (`replay.secrets.registry`) is process-wide, and a
     key one test's run remembered would otherwise be redacted from the files of every later test."""
-    from replay import _secrets
+    from replay.secrets import registry as _secrets
 
     _secrets.forget_all()
     yield

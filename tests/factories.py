@@ -14,12 +14,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from replay._cassette import Interaction, save_cassette
-from replay._io import dump_json, write_model
-from replay._mcp import FETCH_TOOL, missing_page_text, sse_message
-from replay._records import ClaimsFileEntry, FileResult, ResultsFile, RunManifest
-from replay._runs import MANIFEST, PROMPT, RESULTS, cassette_name
-from replay._text import sha256_text
+from replay.cassettes.interaction import Interaction
+from replay.cassettes.cassette import save_cassette
+from replay.files.json_text import dump_json
+from replay.files.atomic import write_model
+from replay.learn.wire import FETCH_TOOL, missing_page_text, sse_message
+from replay.schema.manifest import ClaimsFileEntry, RunManifest
+from replay.schema.results import FileResult, ResultsFile
+from replay.runs.folder import MANIFEST, PROMPT, RESULTS
+from replay.runs.names import cassette_name
+from replay.core.text import sha256_text
 
 LEARN = "https://learn.microsoft.com/api/mcp"
 
@@ -121,7 +125,7 @@ def parse_printed_command(line: str) -> dict[str, Any]:
 
     import click
 
-    from replay._cli.main import cli
+    from replay.cli.main import cli
 
     argv = shlex.split(line)
     assert argv[0] == "judge-replay", line
@@ -137,7 +141,7 @@ def parse_printed_command(line: str) -> dict[str, Any]:
 
 def judge_demo(learn: Any, model: Any, run: str, *extra: str) -> int:
     """`judge-replay judge` recording prompt v3 over the demo claims into `run`, against the given stand-ins."""
-    from replay._cli.main import main
+    from replay.cli.main import main
 
     claims = Path(__file__).resolve().parents[1] / "demo" / "claims"
     return main(["judge", "--prompt", "v3", "--claims", str(claims), "--run", run, "--mode", "record",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from replay._mcp import normalise_learn_url
+from replay.urls import normalise_learn_url
 
 WIRE = Path(__file__).resolve().parent / "data" / "learn-wire"
 PATH = "/api/mcp"

@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 import yaml
 
-from replay._cassette import load_cassette, save_cassette
+from replay.cassettes.cassette import load_cassette, save_cassette
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = REPO / "demo" / "pages" / "2026-06"
 CLAIMS = REPO / "demo" / "claims"
 CANARY = "sk-ant-api03-CANARY" + "x7Q2" * 20 + "AA"
-CLI = [sys.executable, "-c", "import sys; from replay._cli.main import main; sys.exit(main())"]
+CLI = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
 
 
 def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, prefix: list[str] | None = None,
@@ -250,9 +250,9 @@ def test_a_first_real_style_recording_replays_exactly(tmp_path: Path) -> None:
     an azure.microsoft.com page (refused by Learn), and a first fetch answered 503: exit 0, a verdict for
     every claim, the page stored byte for byte, no page version for the refused URL, and the run verifies
     with no network at all."""
-    from replay._learn import LearnClient
-    from replay._runs import Run
-    from replay._sim import start_learn, start_model
+    from replay.learn.client import LearnClient
+    from replay.runs.folder import Run
+    from replay.sim import start_learn, start_model
 
     pages = tmp_path / "pages"
     pages.mkdir()

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from factories import write_json, write_run
-from replay._bakeoff import results_file_name
-from replay._matching import results_differences
-from replay._cli.main import main
-from replay._records import ResultsFile
+from replay.analysis.bakeoff_results import results_file_name
+from replay.cassettes.matching import results_differences
+from replay.cli.main import main
+from replay.schema.results import ResultsFile
 
 URL = "https://learn.microsoft.com/azure/models"
 PAGE = "# Models\n\n| model | context |\n|---|---|\n| gpt-4.1 | 1,047,576 |\n| gpt-4o | 128,000 |\n"
@@ -309,9 +309,9 @@ def test_a_run_whose_replay_does_not_reproduce_it_fails_the_bakeoff(tmp_path, mo
 
 def test_freezing_a_run_while_a_recording_into_it_runs_is_refused(project):
     """The recording would swap its new run in and the freeze would be lost: refused, as a second recording is."""
-    from replay._bakeoff import set_frozen
-    from replay._errors import UsageError
-    from replay._runfolder import RunFolderWriter
+    from replay.analysis.frozen import set_frozen
+    from replay.errors import UsageError
+    from replay.runs.writer import RunFolderWriter
 
     run = project / "cassettes" / "v3-demo"
     with RunFolderWriter(run):

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from replay._cli.main import main
+from replay.cli.main import main
 from test_bakeoff import CLAIMS, project  # noqa: F401 - project is a fixture
 from test_flips_html import headless
 
@@ -120,7 +120,7 @@ def test_a_price_override_reprices_the_cost_column_and_the_results_written(price
 def test_flip_details_on_the_bakeoff_page_show_controls_and_redact_secrets(priced: Path, capsys: Any) -> None:
     # the flip report's part of the page escapes data as the rest does: terminal and bidi controls made
     # visible (printable), secrets the user gave us redacted, then HTML-escaped
-    from replay import _secrets
+    from replay.secrets import registry as _secrets
 
     secret = "sk-ant-api03-flipsecret0123456789"
     _secrets.remember(secret)

@@ -18,18 +18,19 @@ from typing import Any
 
 import pytest
 
-from replay._batch_runner import ModelRoute, custom_id
-from replay._runfolder import journal_path
+from replay.judge.model_route import ModelRoute
+from replay.judge.batches.journal import custom_id
+from replay.runs.writer import journal_path
 from factories import judge_demo
-from replay._cli.main import main
-from replay._runner import run_judge
-from replay._runs import Run
-from replay._sim import start_model
-from replay._sim.batches import BatchSettings
+from replay.cli.main import main
+from replay.judge.runner import run_judge
+from replay.runs.folder import Run
+from replay.sim import start_model
+from replay.sim.batches import BatchSettings
 
 REPO = Path(__file__).resolve().parents[1]
 CLAIMS = REPO / "demo" / "claims"
-CLI = [sys.executable, "-c", "import sys; from replay._cli.main import main; sys.exit(main())"]
+CLI = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
 
 
 @pytest.fixture

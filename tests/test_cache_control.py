@@ -8,9 +8,9 @@ from typing import Any
 import anthropic
 import pytest
 
-from replay._cache_control import MAX_BREAKPOINTS, lifetime_for, with_breakpoints, without_breakpoints
-from replay._judge import TOOLS
-from replay._sim import start_model
+from replay.core.cache_control import MAX_BREAKPOINTS, lifetime_for, with_breakpoints, without_breakpoints
+from replay.judge.conversation import TOOLS
+from replay.sim import start_model
 
 PROMPT = "## Batch to judge (from `docs/a.md`)\n\n```json\n" + (
     '[{"id": "a-1", "claim": "GPT-4.1 offers a 1,047,576 token context window.", "claim_type": "version", '

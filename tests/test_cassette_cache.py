@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from replay import _secrets
-from replay._cassette import Interaction, load_cassette, save_cassette
-from replay._cassette_cache import FOLDER, OFF_VARIABLE, entry_path
-from replay._errors import InputError
+from replay.secrets import registry as _secrets
+from replay.cassettes.interaction import Interaction
+from replay.cassettes.cassette import load_cassette, save_cassette
+from replay.cassettes.cache import FOLDER, OFF_VARIABLE, entry_path
+from replay.errors import InputError
 
 
 def _interaction(text: str) -> Interaction:

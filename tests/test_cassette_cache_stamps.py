@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from factories import fetch_interaction
-from replay._cassette import load_cassette, save_cassette
-from replay._cassette_cache import FOLDER, OFF_VARIABLE, RACY_NS, STAMP_FORMAT, Cassette, entry_path
-from replay._receipts import receipt_for
-from replay._runner import _run_claims, _run_prompt
-from replay._runs import Run
+from replay.cassettes.cassette import load_cassette, save_cassette
+from replay.cassettes.cache import FOLDER, OFF_VARIABLE, RACY_NS, STAMP_FORMAT, Cassette, entry_path
+from replay.runs.receipts import receipt_for
+from replay.judge.replaying import _run_claims, _run_prompt
+from replay.runs.folder import Run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -149,8 +149,8 @@ def test_receipts_take_a_cassettes_hash_from_its_trusted_stamp(project: Path) ->
 def test_verify_believes_no_stamp(project: Path) -> None:
     """`cassettes verify` is the check stamps rest on: a cassette edited where its stamp cannot see (what a
     write through a memory map leaves: the stat unchanged) still fools a replay's cache, not verify."""
-    from replay._cassette_cache import every_byte_hashed
-    from replay._verify import verify_run
+    from replay.cassettes.cache import every_byte_hashed
+    from replay.analysis.verify import verify_run
 
     shutil.copytree(REPO / "cassettes" / "v3-demo", project / "cassettes" / "v3-demo")
     shutil.copytree(REPO / "demo" / "claims", project / "demo" / "claims")
@@ -173,8 +173,8 @@ def test_verify_believes_no_stamp(project: Path) -> None:
 def test_a_cassette_rewritten_during_its_replay_is_not_read_against_the_old_index(project: Path) -> None:
     """A replay reads a cassette's full interactions only when it needs them (a miss message, verify's
     report): if the file was rewritten since its index was read, that is said, not mixed."""
-    from replay._errors import InputError
-    from replay._recorder import _Tape
+    from replay.errors import InputError
+    from replay.recording.tape import _Tape
 
     cassette = _cassette(project, "first")
     _Tape("docs/a.md", cassette).load()  # its index entry

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from factories import write_json, write_run
-from replay._errors import InputError
-from replay._io import load_claims
-from replay._verify import verify_run
-from replay._runner import run_judge
-from replay._runs import MAX_NAME_BYTES, Run, cassette_name
-from replay._sim import start_learn, start_model
+from replay.errors import InputError
+from replay.files.inputs import load_claims
+from replay.analysis.verify import verify_run
+from replay.judge.runner import run_judge
+from replay.runs.names import MAX_NAME_BYTES, cassette_name
+from replay.runs.folder import Run
+from replay.sim import start_learn, start_model
 
 REPO = Path(__file__).resolve().parents[1]
 TRICKY = [

@@ -10,11 +10,12 @@ import pytest
 import yaml
 
 from factories import write_run
-from replay._cassette import load_cassette, save_cassette
-from replay._cli.main import main
-from replay._runner import run_judge
-from replay._runs import Run, cassette_name
-from replay._sim import start_learn, start_model
+from replay.cassettes.cassette import load_cassette, save_cassette
+from replay.cli.main import main
+from replay.judge.runner import run_judge
+from replay.runs.folder import Run
+from replay.runs.names import cassette_name
+from replay.sim import start_learn, start_model
 
 REPO = Path(__file__).resolve().parents[1]
 REAL = Path(__file__).resolve().parent / "data" / "real-cassettes"

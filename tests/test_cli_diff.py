@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from factories import parse_printed_command, write_json
-from replay._cli.main import main
+from replay.cli.main import main
 from test_flips import FILE, MINI, MODELS_URL, V2, V3, change, learn_page, result, run
 
 LOWER = {"id": "models-003", "claim": "GPT-4.1 offers a 200k+ token context window.", "claim_type": "version",

@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 
 from factories import damage_page_store, parse_printed_command, write_json, write_run
-from replay._cassette import load_cassette
-from replay._cli.main import main
-from replay._learn import LearnClient
-from replay._runs import Run
-from replay._sim import start_learn
+from replay.cassettes.cassette import load_cassette
+from replay.cli.main import main
+from replay.learn.client import LearnClient
+from replay.runs.folder import Run
+from replay.sim import start_learn
 
 MODELS = "https://learn.microsoft.com/azure/test/models"
 QUOTAS = "https://learn.microsoft.com/azure/test/quotas"
@@ -356,7 +356,7 @@ def test_without_claims_text_the_quotes_alone_are_checked_and_the_user_is_told(t
 
 def test_a_quote_gone_claim_is_listed_at_risk_and_drift_exits_1(tmp_path, capsys):
     """Change #6 of the real pages removes the `gpt-4` 1106-Preview row: the quote on it is gone."""
-    from replay._sim.learn import load_page
+    from replay.sim.learn import load_page
 
     change = json.loads((LEARN_PAGES / "changes.json").read_text("utf-8"))[6]
     before, after = (load_page(LEARN_PAGES / s / change["file"]).body for s in ("before", "after"))
@@ -442,8 +442,8 @@ def run_citing(folder: Path, pages: dict[str, str | None], outage: str | None = 
     from dataclasses import replace
 
     from factories import fetch_interaction
-    from replay._cassette import load_cassette, save_cassette
-    from replay._runs import cassette_name
+    from replay.cassettes.cassette import load_cassette, save_cassette
+    from replay.runs.names import cassette_name
 
     results = [{"file": "docs/p.md", "results": [
         {"id": "q-1", "judge_verdict": "grounded", "rule": "", "evidence_url": QUOTAS,
@@ -460,7 +460,7 @@ def run_citing(folder: Path, pages: dict[str, str | None], outage: str | None = 
 
 
 def test_a_refused_url_is_no_page_and_a_later_outage_is_not_checked_rather_than_gone(tmp_path, capsys):
-    from replay._mcp import NOT_LEARN_REFUSAL
+    from replay.learn.wire import NOT_LEARN_REFUSAL
 
     old = run_citing(tmp_path / "old", {QUOTAS: QUOTAS_V1, PRICING: NOT_LEARN_REFUSAL})
     same = run_citing(tmp_path / "same", {QUOTAS: QUOTAS_V1, PRICING: NOT_LEARN_REFUSAL})
@@ -561,7 +561,7 @@ def test_live_snapshots_of_one_second_get_names_of_their_own_and_killed_ones_are
     killed `drift --live` left in the staging area (no process holds it) is removed by the next one."""
     from datetime import datetime, timezone
 
-    from replay._drift_runs import record_page_snapshot
+    from replay.judge.page_snapshot import record_page_snapshot
 
     learn = start_learn(write_pages(tmp_path / "pages", {MODELS: MODELS_V1, QUOTAS: QUOTAS_V1, OLD: OLD_V1}))
     try:

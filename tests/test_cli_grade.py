@@ -5,7 +5,7 @@ import json
 import pytest
 
 from factories import write_json, write_run
-from replay._cli.main import main
+from replay.cli.main import main
 
 URL = "https://learn.microsoft.com/en-us/azure/models"
 PAGE = "# Models\n\n| model | context |\n|---|---|\n| gpt-4.1 | 1,047,576 |\n| gpt-4o | 128,000 |\n"

@@ -9,8 +9,8 @@ import sys
 import click
 import pytest
 
-import replay._cli
-from replay._cli.main import COMMANDS, cli, main
+import replay.cli
+from replay.cli.main import COMMANDS, cli, main
 
 
 def _commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -48,7 +48,7 @@ def test_help_ends_with_an_example(path: tuple[str, ...], capsys: pytest.Capture
 
 def test_the_command_table_lists_every_command_module() -> None:
     """`judge-replay --help` lists COMMANDS without importing them; each must be the module's command."""
-    modules = {m.name for m in pkgutil.iter_modules(replay._cli.__path__) if not m.name.startswith("_")} - {"main"}
+    modules = {m.name for m in pkgutil.iter_modules(replay.cli.__path__) if not m.name.startswith("_")} - {"main"}
     assert set(COMMANDS) == modules
     for name in COMMANDS:
         command = cli.get_command(click.Context(cli), name)
@@ -58,7 +58,7 @@ def test_the_command_table_lists_every_command_module() -> None:
 def test_top_level_help_imports_nothing_heavy() -> None:
     """The SDK, pydantic, rich, pytest and syrupy load only when a command that needs them runs."""
     heavy = {"anthropic", "httpx", "pydantic", "rich", "pytest", "syrupy", "vcr", "yaml"}
-    code = ("import sys; from replay._cli.main import main; code = main(['--help']); "
+    code = ("import sys; from replay.cli.main import main; code = main(['--help']); "
             f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({sorted(heavy)!r})), code)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip().splitlines()[-1] == "[] 0", done.stdout + done.stderr
@@ -70,7 +70,7 @@ def test_no_commands_help_imports_the_sdk_or_pytest() -> None:
     code = """
 import contextlib, io, sys
 import click
-from replay._cli.main import COMMANDS, cli, main
+from replay.cli.main import COMMANDS, cli, main
 heavy = {"anthropic", "pytest", "syrupy", "vcr", "_pytest"}
 paths = []
 for name in sorted(COMMANDS):

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from factories import closed_port_url, write_json
-from replay._cli.main import main
-from replay._records import LEARN_MCP_URL
-from replay._sim import start_learn, start_model
+from replay.cli.main import main
+from replay.schema.manifest import LEARN_MCP_URL
+from replay.sim import start_learn, start_model
 
 MODELS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
 QUOTAS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
@@ -118,7 +118,7 @@ def test_live_needs_prompt_and_claims(workdir: Path, capsys: Any) -> None:
 
 
 def test_default_learn_url_is_the_public_endpoint() -> None:
-    from replay._cli.judge import command
+    from replay.cli.judge import command
 
     assert LEARN_MCP_URL in (next(p for p in command.params if p.name == "learn_url").help or "")
 

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from factories import damage_page_store, write_run
-from replay._cli.main import main
-from replay._text import sha256_text
+from replay.cli.main import main
+from replay.core.text import sha256_text
 
 URL = "https://learn.microsoft.com/azure/ai/quotas"
 V1 = "# Quotas\n\nIntro.\n\n| Limit | Value |\n|---|---|\n| Max deployments | 5 |\n| Max files | 50 |\n"
@@ -138,7 +138,7 @@ def test_help_ends_with_an_example_that_parses(argv, capsys):
 
 
 def test_history_of_a_refused_url_shows_no_version_and_says_the_server_refused_it(tmp_path, capsys):
-    from replay._mcp import NOT_LEARN_REFUSAL
+    from replay.learn.wire import NOT_LEARN_REFUSAL
 
     refused, gone = "https://azure.microsoft.com/en-us/pricing/x/", "https://learn.microsoft.com/azure/ai/gone"
     root = tmp_path / "c"
@@ -174,14 +174,14 @@ def _record_twice(tmp_path, between, interrupt_once_written=False):
     import time
     from pathlib import Path
 
-    from replay._sim import start_learn, start_model
+    from replay.sim import start_learn, start_model
 
     repo = Path(__file__).resolve().parent.parent
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'docs'\n", "utf-8")
     claims = tmp_path / "claims"
     claims.mkdir()
     (claims / "q.json").write_bytes((repo / "demo" / "claims" / "quotas-and-limits.json").read_bytes())
-    cli = [sys.executable, "-c", "import sys; from replay._cli.main import main; sys.exit(main())"]
+    cli = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
     env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-damaged-store"}
     with start_learn(repo / "demo" / "pages" / "2026-06") as learn, start_model() as model:
         def record(run):

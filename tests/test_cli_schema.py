@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from replay._cli.main import main
+from replay.cli.main import main
 
 
 def test_the_claims_schema_is_the_spec_format(capsys):

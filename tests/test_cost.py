@@ -7,11 +7,10 @@ import math
 
 import pytest
 
-from replay._cost import (
-    PRICES, CostBudget, Price, TokenUsage, cost_line, cost_usd, format_usd, price_for, price_table, request_estimate_usd,
-    results_cost, usage_from_response, with_costs,
-)
-from replay._records import ResultsFile
+from replay.core.prices import PRICES, Price, price_for, price_table
+from replay.core.budget import CostBudget, request_estimate_usd, usage_from_response
+from replay.core.cost import TokenUsage, cost_line, cost_usd, format_usd, results_cost, with_costs
+from replay.schema.results import ResultsFile
 
 
 def test_sonnet_5_5_direct_cost_by_hand() -> None:

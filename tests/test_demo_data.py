@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from replay._io import load_claims, load_gold, load_results
-from replay._mcp import normalise_learn_url
-from replay._records import GoldSet
-from replay._sim.learn import load_pages
+from replay.files.inputs import load_claims, load_gold
+from replay.files.results import load_results
+from replay.urls import normalise_learn_url
+from replay.schema.gold import GoldSet
+from replay.sim.learn import load_pages
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "demo"

@@ -6,14 +6,18 @@ from pathlib import Path
 import pytest
 
 from factories import write_run
-from replay._cassette import Interaction, load_cassette, save_cassette
-from replay._drift import ClaimEvidence, claim_drift, drift_report, is_at_risk, quote_in
-from replay._mcp import normalise_learn_url
-from replay._prompts import load_prompt
-from replay._records import ClaimsBatch, RunManifest
-from replay._runs import PageVersion, Run
-from replay._sim.learn import load_page
-from replay._text import sha256_text
+from replay.cassettes.interaction import Interaction
+from replay.cassettes.cassette import load_cassette, save_cassette
+from replay.core.drift import ClaimEvidence, claim_drift, drift_report, is_at_risk
+from replay.core.page_lines import quote_in
+from replay.urls import normalise_learn_url
+from replay.prompts import load_prompt
+from replay.schema.claims import ClaimsBatch
+from replay.schema.manifest import RunManifest
+from replay.schema.pages import PageVersion
+from replay.runs.folder import Run
+from replay.sim.learn import load_page
+from replay.core.text import sha256_text
 
 LEARN_PAGES = Path(__file__).resolve().parent / "data" / "learn-pages"
 CHANGES = json.loads((LEARN_PAGES / "changes.json").read_text("utf-8"))  # fails loudly when the folder is absent
@@ -178,7 +182,7 @@ def _runs(tmp_path: Path) -> tuple[Run, Run]:
 def test_report_names_only_the_claims_at_risk_and_the_files_to_re_record(tmp_path):
     old, new = _runs(tmp_path)
     assert old.claims("docs/models.md")[0].claim == CLAIMS[0]  # read back from the rendered prompt
-    from replay._drift_runs import drift_items
+    from replay.analysis.drift_inputs import drift_items
 
     report = drift_report(run="cassettes/v3-old", against="cassettes/v3-new", items=drift_items(old, {}),
                           old_pages=old.pages, new_pages=new.pages, recorded_as=old.manifest,
@@ -293,7 +297,7 @@ def test_a_line_changed_only_in_markdown_formatting_is_not_at_risk(claim, quote)
 
 
 def test_formatting_free_drops_backticks_emphasis_padding_and_keeps_words():
-    from replay._drift import formatting_free
+    from replay.core.page_lines import formatting_free
 
     assert formatting_free("|  `gpt_4o`  | **Generally  Available** | _new_ |") == "|gpt_4o|Generally Available|new|"
     assert formatting_free("a ~~b~~ *c*") == "a b c"
@@ -302,17 +306,17 @@ def test_formatting_free_drops_backticks_emphasis_padding_and_keeps_words():
 
 
 def test_each_page_version_is_split_and_tokenised_once_whatever_the_number_of_claims(tmp_path):
-    from replay import _drift
-    from replay._drift_runs import drift_items
+    from replay.core import page_lines
+    from replay.analysis.drift_inputs import drift_items
 
     old, new = _runs(tmp_path)
     kwargs = dict(run="a", against="b", items=drift_items(old, {}) * 20, old_pages=old.pages, new_pages=new.pages,
                   recorded_as=old.manifest, claims_paths={}, rerecord_run="a-2")
-    _drift._lines.cache_clear()
-    _drift._page_tokens.cache_clear()
+    page_lines._lines.cache_clear()
+    page_lines._page_tokens.cache_clear()
     report = drift_report(**kwargs)
     texts = {p.text for p in [*old.pages.values(), *new.pages.values()] if p.text is not None}
-    assert _drift._lines.cache_info().misses == len(texts) == 4
-    assert _drift._page_tokens.cache_info().misses <= len(texts)
-    _drift._lines.cache_clear()
+    assert page_lines._lines.cache_info().misses == len(texts) == 4
+    assert page_lines._page_tokens.cache_info().misses <= len(texts)
+    page_lines._lines.cache_clear()
     assert drift_report(**kwargs).model_dump_json() == report.model_dump_json()  # cold or warm: the same report

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from factories import parse_printed_command, write_json, write_run
-from replay._flip_inputs import explain_flips
-from replay._flips import prompt_changes
-from replay._page_diff import region_diff, side_by_side
-from replay._prompts import load_prompt
-from replay._records import ClaimsBatch, GoldSet
-from replay._runs import Run
+from replay.analysis.flip_inputs import explain_flips
+from replay.core.flips.prompt_diff import prompt_changes
+from replay.core.page_diff import region_diff, side_by_side
+from replay.prompts import load_prompt
+from replay.schema.claims import ClaimsBatch
+from replay.schema.gold import GoldSet
+from replay.runs.folder import Run
 
 LEARN_PAGES = Path(__file__).resolve().parent / "data" / "learn-pages"
 MODELS_URL = "https://learn.microsoft.com/azure/ai-services/openai/concepts/models"
@@ -193,8 +194,9 @@ def test_a_search_that_returned_other_pages_is_a_change_of_learn_not_of_the_evid
 
 def add_search(r: Run, file: str, query: str, reply: dict) -> None:
     """Prepend a search exchange to a run's cassette (as the judge's first Learn call)."""
-    from replay._cassette import Interaction, load_cassette, save_cassette
-    from replay._mcp import SEARCH_TOOL, sse_message
+    from replay.cassettes.interaction import Interaction
+    from replay.cassettes.cassette import load_cassette, save_cassette
+    from replay.learn.wire import SEARCH_TOOL, sse_message
 
     path = r.cassette_path(file)
     body = {"jsonrpc": "2.0", "id": 99, "method": "tools/call",
@@ -372,7 +374,7 @@ def test_repeats_within_noise_are_labelled_model(tmp_path):
 
 
 def test_bad_run_folder_is_an_input_error(tmp_path):
-    from replay._errors import InputError
+    from replay.errors import InputError
 
     with pytest.raises(InputError, match="no such run folder"):
         Run(tmp_path / "nope")
@@ -445,7 +447,9 @@ def test_discovery_uses_only_siblings_that_hold_one_side_fixed_and_says_which_an
     assert used["aaa-my-v3"]["found"] == "sibling folder"
     assert used["z-a-prompt-b-pages"]["why"].startswith("z-a-prompt-b-pages: A's prompt with B's pages for 1 flipped claim")
 
-    from replay._report_flips import render_html, render_markdown, render_text
+    from replay.reports.flips_html import render_html
+    from replay.reports.flips_markdown import render_markdown
+    from replay.reports.flips import render_text
 
     for text in (render_text(report), render_markdown(report), render_html(report)):
         assert "A&#x27;s prompt with B&#x27;s pages for 1" in text or "A's prompt with B's pages for 1" in text
@@ -482,7 +486,9 @@ def test_a_claim_without_a_verdict_on_one_side_is_unknown_never_a_judge_flip(tmp
     # B → A: the missing side is A
     assert explain_flips(Run(failed), a).flips[0].summary == f"unknown: no verdict in A: {error}"
 
-    from replay._report_flips import render_html, render_markdown, render_text
+    from replay.reports.flips_html import render_html
+    from replay.reports.flips_markdown import render_markdown
+    from replay.reports.flips import render_text
 
     text = render_text(report)
     assert "grounded → no verdict" in text and "none" not in text
@@ -543,7 +549,7 @@ def test_no_crossed_run_is_suggested_when_the_compared_runs_differ_in_model(tmp_
 
 def test_a_cited_url_that_is_no_url_is_named_as_itself_not_a_crash(tmp_path, capsys):
     """The model may cite any text as its evidence URL; `https://[...` does not parse as a URL."""
-    from replay._cli.main import main
+    from replay.cli.main import main
 
     page = learn_page("after", "azure-openai-models.md")
     cited = "https://[learn.microsoft.com/x"
@@ -581,7 +587,7 @@ def test_a_claim_edited_between_the_runs_is_no_prompt_page_or_model_flip(tmp_pat
 
 def test_two_pages_of_one_name_are_told_apart_in_an_evidence_path():
     # "B read model-retirements + model-retirements" named two pages (ai-services and ai-foundry) alike
-    from replay._mcp import page_names
+    from replay.urls import page_names
 
     services = "https://learn.microsoft.com/azure/ai-services/openai/concepts/model-retirements"
     foundry = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/model-retirements"

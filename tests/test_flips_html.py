@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from replay._cli.main import main
+from replay.cli.main import main
 from test_flips import MINI, MODELS_URL, V2, V3, change, learn_page, result, run
 
 CHROMIUM = "/usr/bin/chromium"
@@ -138,7 +138,7 @@ def test_what_differs_between_the_prompts_is_shown_once_not_in_every_flip(tmp_pa
 
 def test_flip_report_html_shows_controls_and_redacts_secrets(tmp_path):
     # every data string goes through printable (controls visible, secrets redacted) and then html.escape
-    from replay import _secrets
+    from replay.secrets import registry as _secrets
 
     secret = "sk-ant-api03-reportsecret0123456789"
     _secrets.remember(secret)

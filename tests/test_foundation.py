@@ -6,14 +6,16 @@ import pytest
 import yaml
 
 from factories import write_json, write_run
-from replay._cassette import load_cassette
-from replay._errors import InputError
-from replay._io import load_claims, load_results
-from replay._mcp import normalise_learn_url
-from replay._prompts import calibration_rules, load_prompt, parse_rendered_batch
-from replay._records import ClaimsBatch
-from replay._runs import Run
-from replay._text import parse_number, subject_words, tokens, value_tokens
+from replay.cassettes.cassette import load_cassette
+from replay.errors import InputError
+from replay.files.inputs import load_claims
+from replay.files.results import load_results
+from replay.urls import normalise_learn_url
+from replay.core.prompts import calibration_rules, parse_rendered_batch
+from replay.prompts import load_prompt
+from replay.schema.claims import ClaimsBatch
+from replay.runs.folder import Run
+from replay.core.text import parse_number, subject_words, tokens, value_tokens
 
 
 def test_tokens_follow_spec():
@@ -79,7 +81,7 @@ def test_synthetic_run_is_stock_vcrpy_loadable(tmp_path):
 
 
 def test_an_empty_gold_set_is_bad_input(tmp_path):
-    from replay._io import load_gold
+    from replay.files.inputs import load_gold
 
     path = write_json(tmp_path / "gold.json", {"name": "x", "items": []})
     with pytest.raises(InputError, match="no items"):
@@ -93,7 +95,7 @@ def test_our_writes_go_through_a_symlink_keep_permissions_and_take_the_longest_n
     import os
     import stat
 
-    from replay._io import atomic_write_text
+    from replay.files.atomic import atomic_write_text
 
     real, link = tmp_path / "real.json", tmp_path / "link.json"
     real.write_text("old")
@@ -121,7 +123,7 @@ def test_a_line_break_in_a_file_name_keeps_the_message_on_one_line(tmp_path):
 
 
 def test_a_claims_folder_with_a_dangling_link_is_refused_not_judged_short(tmp_path):
-    from replay._io import claims_paths
+    from replay.files.inputs import claims_paths
 
     write_json(tmp_path / "claims" / "a.json", {"file": "docs/a.md", "claims": [
         {"id": "a-1", "claim": "x", "claim_type": "version"}]})

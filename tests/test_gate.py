@@ -4,11 +4,11 @@ import random
 
 import pytest
 
-from replay._gate import (
-    PairedOutcome, _interval, adoption_gate, bootstrap_delta_cis, gate_rule, mcnemar_exact_p, paired_outcomes,
-)
-from replay._grading import grade_results, ratio
-from replay._records import GoldSet, ResultsFile, Scores
+from replay.core.gate import PairedOutcome, _interval, adoption_gate, bootstrap_delta_cis, gate_rule, mcnemar_exact_p, paired_outcomes
+from replay.core.grading import grade_results, ratio
+from replay.schema.gold import GoldSet
+from replay.schema.results import ResultsFile
+from replay.schema.scores import Scores
 
 
 def scores(p, r):

@@ -1,10 +1,12 @@
 """Grading against the gold set: a hand-computed case, pairing, breakdowns, adjudication page regions."""
 
 from factories import write_run
-from replay._adjudication import adjudicate, page_region, run_claims
-from replay._grading import grade_results
-from replay._records import Claim, GoldSet, ResultsFile
-from replay._runs import Run
+from replay.analysis.adjudication import adjudicate, page_region, run_claims
+from replay.core.grading import grade_results
+from replay.schema.claims import Claim
+from replay.schema.gold import GoldSet
+from replay.schema.results import ResultsFile
+from replay.runs.folder import Run
 
 
 def _result(id_, verdict, **extra):
@@ -131,7 +133,7 @@ def test_page_region_around_quote_then_values():
 
 
 def test_a_page_is_tokenised_once_for_every_claim_resting_on_it():
-    from replay._adjudication import _line_values
+    from replay.analysis.adjudication import _line_values
 
     page = PAGE + "\n".join(f"| model-{i} | {i * 1000:,} |" for i in range(200))  # a page no other test uses
     _line_values.cache_clear()

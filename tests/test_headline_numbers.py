@@ -15,7 +15,7 @@ How each number was derived (read this before updating it after a re-record of t
 4. McNemar: the discordant claims (right in one version only, TP or TN: the outcome P and R count) are
    listed by hand; the exact two-sided p is computed here from their counts with math.comb.
 5. The bootstrap CIs are recomputed here by a separate implementation of the documented scheme
-   (`replay._gate`: random.Random(SEED), 2000 resamples of the 43 claims with replacement, the same draws
+   (`replay.core.gate`: random.Random(SEED), 2000 resamples of the 43 claims with replacement, the same draws
    for both versions, percentile interval with linear interpolation) from outcome vectors built from the
    hand tables, and checked against properties any correct paired CI has.
 """
@@ -32,10 +32,11 @@ from pathlib import Path
 
 import pytest
 
-from replay._cli.main import main
-from replay._gate import RESAMPLES, SEED
-from replay._grading import grade_results
-from replay._io import load_gold, load_results
+from replay.cli.main import main
+from replay.core.gate import RESAMPLES, SEED
+from replay.core.grading import grade_results
+from replay.files.inputs import load_gold
+from replay.files.results import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "demo" / "gold-correctness-set.json"
@@ -220,7 +221,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def reference_cis(baseline: str, candidate: str, seed: int = SEED) -> tuple[tuple[float, float], tuple[float, float]]:
-    """The documented paired percentile bootstrap, written independently of replay._gate."""
+    """The documented paired percentile bootstrap, written independently of replay.core.gate."""
     b, c = _outcomes(baseline), _outcomes(candidate)
     rng = random.Random(seed)
     n = len(b)

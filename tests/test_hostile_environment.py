@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from replay._cli.main import INTERNAL_ERROR, main
+from replay.cli.main import INTERNAL_ERROR, main
 from test_hostile_inputs import CASSETTE, assert_one_line, project  # noqa: F401  (a fixture)
 
 REPO = Path(__file__).parent.parent
 EMOJI_RUN = "cassettes/v3-\N{GRINNING FACE}"
-CLI = [sys.executable, "-m", "replay._cli.main"]
+CLI = [sys.executable, "-m", "replay.cli.main"]
 
 
 def _environment(**extra: str) -> dict[str, str]:

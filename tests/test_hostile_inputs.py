@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from factories import closed_port_url, write_json, write_run
-from replay._cli.main import INTERNAL_ERROR, main
-from replay._config import SETTINGS, setting
-from replay._io import MAX_JSON_DEPTH, os_error_about
-from replay._sim import start_learn, start_model
+from replay.cli.main import INTERNAL_ERROR, main
+from replay.settings import SETTINGS, setting
+from replay.files.json_text import MAX_JSON_DEPTH
+from replay.files.paths import os_error_about
+from replay.sim import start_learn, start_model
 
 URL = "https://learn.microsoft.com/en-us/azure/models"
 PAGE = "# Models\n\n| model | context |\n|---|---|\n| gpt-4.1 | 1,047,576 |\n"
@@ -457,7 +458,7 @@ def test_a_judge_recording_into_a_read_only_folder_is_one_line(read_only_folder:
 
 # --------------------------------------------------------------------------- through a real terminal's eyes
 
-CLI = [sys.executable, "-m", "replay._cli.main"]
+CLI = [sys.executable, "-m", "replay.cli.main"]
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -503,7 +504,7 @@ def test_a_reader_that_stops_early_is_no_error(project: Path) -> None:
 def test_a_bug_is_one_line_unless_debugging(project: Path) -> None:
     """An unexpected exception (a command planted to raise one) is one line saying it is a bug and how to
     see more; JUDGE_REPLAY_DEBUG=1 shows the traceback."""
-    code = ("import sys, click; from replay._cli import main as m\n"
+    code = ("import sys, click; from replay.cli import main as m\n"
             "@m.cli.command('boom')\n"
             "def boom():\n    raise RuntimeError('something broke\\nsecond line')\n"
             "sys.exit(m.main(sys.argv[1:]))\n")
@@ -657,7 +658,7 @@ def test_a_setting_our_code_reads_must_be_declared(project: Path) -> None:
 
 @pytest.mark.parametrize("command", [["cassettes", "verify", "RUN"], ["judge", "--mode", "replay", "--run", "RUN"]])
 def test_a_cassette_uri_that_is_no_url_is_read_as_itself_not_a_crash(tmp_path, capsys, command):
-    """A hand-edited `uri:` that does not parse as a URL (`http://[...`) stands for itself (`_mcp.split_url`)."""
+    """A hand-edited `uri:` that does not parse as a URL (`http://[...`) stands for itself (`urls.split_url`)."""
     run = tmp_path / "v3-demo"
     shutil.copytree(Path(__file__).parent.parent / "cassettes" / "v3-demo", run)
     cassette = sorted(run.glob("*.yaml"))[0]

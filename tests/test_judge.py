@@ -12,13 +12,14 @@ import httpx2
 import pytest
 
 from factories import LocalServer
-from replay._errors import CassetteMiss
-from replay._judge import NO_VERDICT, extract_json_object, judge_file, verdicts_from_answer
-from replay._learn import LearnClient
-from replay._mcp import FETCH_TOOL, SEARCH_TOOL
-from replay._prompts import load_prompt
-from replay._records import ClaimsBatch
-from replay._sim import start_learn, start_model
+from replay.errors import CassetteMiss
+from replay.judge.answers import NO_VERDICT, extract_json_object, verdicts_from_answer
+from replay.judge.conversation import judge_file
+from replay.learn.client import LearnClient
+from replay.learn.wire import FETCH_TOOL, SEARCH_TOOL
+from replay.prompts import load_prompt
+from replay.schema.claims import ClaimsBatch
+from replay.sim import start_learn, start_model
 
 MODELS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
 QUOTAS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"

@@ -18,10 +18,11 @@ import uvicorn
 import yaml
 from mcp.server.mcpserver import MCPServer
 
-from replay._errors import CassetteMiss, LearnError
-from replay._learn import LearnClient, LearnToolError, LearnUnreachable
-from replay._mcp import FETCH_TOOL, SEARCH_TOOL, missing_page_text, normalise_learn_url
-from replay._text import tokens
+from replay.errors import CassetteMiss, LearnError
+from replay.learn.client import LearnClient, LearnToolError, LearnUnreachable
+from replay.learn.wire import FETCH_TOOL, SEARCH_TOOL, missing_page_text
+from replay.urls import normalise_learn_url
+from replay.core.text import tokens
 
 MODELS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
 QUOTAS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
@@ -101,10 +102,10 @@ def _read_pages(pages_dir: Path) -> dict[str, tuple[str, str]]:
 
 
 class StandInPeer:
-    """Our Learn stand-in (`replay._sim`), always SSE replies."""
+    """Our Learn stand-in (`replay.sim`), always SSE replies."""
 
     def __init__(self, pages_dir: Path) -> None:
-        from replay._sim import start_learn
+        from replay.sim import start_learn
 
         self._handle = start_learn(pages_dir, port=0)
         self.url = self._handle.url
@@ -323,7 +324,7 @@ def test_a_protocol_version_we_do_not_speak_is_refused(scripted: Any) -> None:
 
 
 def test_a_transient_failure_is_retried_after_the_servers_retry_after(pages_dir: Path, wire: Wire) -> None:
-    from replay._sim import start_learn
+    from replay.sim import start_learn
 
     waits: list[float] = []
     with start_learn(pages_dir, fail_first=2, fail_status=429) as server:
@@ -337,7 +338,7 @@ def test_a_transient_failure_is_retried_after_the_servers_retry_after(pages_dir:
 
 
 def test_no_page_is_decided_in_one_place() -> None:
-    from replay._mcp import NOT_LEARN_REFUSAL, is_missing_page
+    from replay.learn.wire import NOT_LEARN_REFUSAL, is_missing_page
 
     assert is_missing_page(NOT_LEARN_REFUSAL)
     assert is_missing_page(missing_page_text("https://learn.microsoft.com/x"))
@@ -347,7 +348,7 @@ def test_no_page_is_decided_in_one_place() -> None:
 
 
 def test_a_refused_url_is_no_page(scripted: Any) -> None:
-    from replay._mcp import NOT_LEARN_REFUSAL
+    from replay.learn.wire import NOT_LEARN_REFUSAL
 
     reply = {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": NOT_LEARN_REFUSAL}]}}
     server = scripted({"initialize": INIT_OK, "*": (200, "application/json", json.dumps(reply))})

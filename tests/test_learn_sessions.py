@@ -13,13 +13,13 @@ import sys
 import time
 from pathlib import Path
 
-from replay._cassette import load_cassette
-from replay._sim import start_learn, start_model
+from replay.cassettes.cassette import load_cassette
+from replay.sim import start_learn, start_model
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = REPO / "demo" / "pages" / "2026-06"
 CLAIMS = REPO / "demo" / "claims" / "quotas-and-limits.json"
-CLI = [sys.executable, "-c", "import sys; from replay._cli.main import main; sys.exit(main())"]
+CLI = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
 ENV = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-learn-sessions"}
 
 

@@ -7,9 +7,9 @@ import httpx
 import pytest
 
 from learn_wire import WIRE, LearnWire, wire_pages
-from replay._learn import LearnClient, LearnToolError
-from replay._mcp import NOT_LEARN_REFUSAL, parse_jsonrpc_reply
-from replay._sim.learn import dotnet_sse
+from replay.learn.client import LearnClient, LearnToolError
+from replay.learn.wire import NOT_LEARN_REFUSAL, parse_jsonrpc_reply
+from replay.sim.learn import dotnet_sse
 
 PAGES = wire_pages()
 SAS_URL = "https://learn.microsoft.com/azure/storage/common/storage-sas-overview"
@@ -96,8 +96,8 @@ def test_the_client_retries_a_first_fetch_that_gets_503():
 def test_a_recording_through_the_real_bytes(learn_wire, tmp_path):
     """The judge records a claims file through the real Learn bytes (the model is our stand-in): every claim
     gets a verdict, and the azure.microsoft.com page the server refuses is judged as no page."""
-    from replay._runner import run_judge
-    from replay._sim import start_model
+    from replay.judge.runner import run_judge
+    from replay.sim import start_model
 
     run = tmp_path / "run"
     with start_model() as model:

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from replay._runfolder import journal_path
+from replay.runs.writer import journal_path
 from factories import judge_demo
-from replay._cli.main import main
-from replay._commands import rerecord_command, retry_failed_command
-from replay._cost import TokenUsage, cost_usd
-from replay._runs import Run
-from replay._sim import start_model
-from replay._sim.batches import BatchSettings
+from replay.cli.main import main
+from replay.core.commands import rerecord_command, retry_failed_command
+from replay.core.cost import TokenUsage, cost_usd
+from replay.runs.folder import Run
+from replay.sim import start_model
+from replay.sim.batches import BatchSettings
 
 REPO = Path(__file__).resolve().parents[1]
 CLAIMS = REPO / "demo" / "claims"

@@ -12,19 +12,25 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from replay._cassette import learn_calls, load_cassette
-from replay._errors import InputError
-from replay._flip_inputs import explain_flips, run_input
-from replay._flips import TEXT_EVIDENCE, TEXT_HELD, gold_labels
-from replay._gate import adoption_gate
-from replay._grading import grade_results
-from replay._io import load_compact_results, load_gold, load_results
-from replay._mcp import FETCH_TOOL, no_page_reason, normalise_learn_url
-from replay._records import Claim, ClaimResult, ClaimRow, CompactGold, CompactResults, GoldRow
-from replay._render import PRINTED_LINES, print_table
-from replay._report_flips import render_text
-from replay._runs import PageVersion, Run
-from replay._text import sha256_text
+from replay.cassettes.learn_calls import learn_calls
+from replay.cassettes.cassette import load_cassette
+from replay.errors import InputError
+from replay.analysis.flip_inputs import explain_flips, run_input
+from replay.core.flips.report import TEXT_EVIDENCE, TEXT_HELD, gold_labels
+from replay.core.gate import adoption_gate
+from replay.core.grading import grade_results
+from replay.files.results import load_compact_results, load_results
+from replay.files.inputs import load_gold
+from replay.learn.wire import FETCH_TOOL, no_page_reason
+from replay.urls import normalise_learn_url
+from replay.schema.claims import Claim, ClaimRow
+from replay.schema.results import ClaimResult, CompactResults
+from replay.schema.gold import CompactGold, GoldRow
+from replay.reports.tables import PRINTED_LINES, print_table
+from replay.reports.flips import render_text
+from replay.schema.pages import PageVersion
+from replay.runs.folder import Run
+from replay.core.text import sha256_text
 
 ROOT = Path(__file__).resolve().parents[1]
 CASSETTES = ROOT / "cassettes"
@@ -38,7 +44,7 @@ DEMO_RUNS = ["v1-demo", "v2-demo", "v3-demo", "v2-demo-2026-09", "v3-demo-2026-0
 def test_compact_results_hold_every_field_of_every_verdict(name):
     full, compact = load_results(CASSETTES / name), load_compact_results(CASSETTES / name)
     assert compact.header.model_dump(exclude={"files"}) == full.model_dump(exclude={"files"})
-    assert "stand_ins" in compact.header.model_fields_set  # what `_runs.stand_ins_of` asks
+    assert "stand_ins" in compact.header.model_fields_set  # what `runs.stand_in_notes.stand_ins_of` asks
     assert [f.model_dump(exclude={"results", "tool_calls"}) for f in compact.header.files] == [
         f.model_dump(exclude={"results", "tool_calls"}) for f in full.files]
     assert [(rows.file, rows.error) for rows in compact.files] == [(f.file, f.error) for f in full.files]

@@ -1,4 +1,4 @@
-"""judge live / record / replay hold a finished conversation's results compactly (`_records.held`), a claims
+"""judge live / record / replay hold a finished conversation's results compactly (`schema.common.held`), a claims
 batch until its conversation starts, and write results.json one claims file at a time: each compact form
 reads back equal, and every file written is the text the whole-run form wrote."""
 
@@ -15,34 +15,19 @@ from typing import Any
 import pytest
 
 from factories import write_json
-from replay import _secrets
-from replay._io import atomic_write_chunks, dump_json, load_claims, write_model
-from replay._receipts import PIECE, receipt_for
-from replay._records import (
-    ClaimResult,
-    ClaimsBatch,
-    FileResult,
-    HeldFiles,
-    ResultsFile,
-    ToolCall,
-    Usage,
-    held,
-    restored,
-)
-from replay._runner import (
-    HeldClaims,
-    RunResults,
-    _replay_in_full,
-    _run_claims,
-    _run_prompt,
-    judged_run,
-    replay_run,
-    replayed_run,
-    results_json,
-    run_judge,
-)
-from replay._runs import Run
-from replay._sim import start_learn, start_model
+from replay.secrets import registry as _secrets
+from replay.files.atomic import atomic_write_chunks, write_model
+from replay.files.json_text import dump_json
+from replay.files.inputs import load_claims
+from replay.runs.receipts import PIECE, receipt_for
+from replay.schema.results import ClaimResult, FileResult, HeldFiles, ResultsFile, ToolCall, Usage
+from replay.schema.claims import ClaimsBatch
+from replay.schema.common import held, restored
+from replay.judge.held import HeldClaims, RunResults, results_json
+from replay.judge.replaying import _replay_in_full, _run_claims, _run_prompt, replay_run, replayed_run
+from replay.judge.runner import judged_run, run_judge
+from replay.runs.folder import Run
+from replay.sim import start_learn, start_model
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demo"

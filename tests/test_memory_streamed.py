@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from replay._errors import InputError
-from replay._io import MAX_JSON_DEPTH, _compact_results_streamed, indented_json, load_compact_results, load_results
-from replay._records import CompactResults
+from replay.errors import InputError
+from replay.files.json_text import MAX_JSON_DEPTH, indented_json
+from replay.files.results import _compact_results_streamed, load_compact_results, load_results
+from replay.schema.results import CompactResults
 
 ROOT = Path(__file__).resolve().parents[1]
 CASSETTES = ROOT / "cassettes"
@@ -104,8 +105,8 @@ def test_any_other_results_text_is_read_or_refused_as_the_whole_parse_does(tmp_p
 
 
 def _report_of_many_flips(copies: int):
-    from replay._flip_inputs import explain_flips
-    from replay._runs import Run
+    from replay.analysis.flip_inputs import explain_flips
+    from replay.runs.folder import Run
 
     report = explain_flips(Run(CASSETTES / "v2-demo"), Run(CASSETTES / "v3-demo-2026-09"), text_only=True)
     assert report.flips
@@ -113,8 +114,8 @@ def _report_of_many_flips(copies: int):
 
 
 def test_the_text_diff_is_handed_on_in_pieces_that_make_the_whole_report():
-    from replay._plain_table import PRINTED_LINES
-    from replay._report_flips import render_text, write_text
+    from replay.reports.plain_table import PRINTED_LINES
+    from replay.reports.flips import render_text, write_text
 
     report = _report_of_many_flips(3 * PRINTED_LINES // 2)
     pieces: list[str] = []
@@ -129,7 +130,7 @@ def test_the_line_printer_prints_a_long_report_in_pieces_with_rich_s_characters(
 
     from rich.console import Console
 
-    from replay._plain_table import PRINTED_LINES, LinePrinter
+    from replay.reports.plain_table import PRINTED_LINES, LinePrinter
 
     lines = [f"  docs/kb/{i:04d}.md [bold]c-{i}[/]  grounded → not_grounded  {'é' * (i % 7)}" for i in range(3 * PRINTED_LINES)]
     by_rich, by_us = io.StringIO(), io.StringIO()
@@ -152,8 +153,8 @@ def test_the_line_printer_prints_a_long_report_in_pieces_with_rich_s_characters(
 
 
 def test_a_secret_in_a_claim_is_redacted_in_the_streamed_text_diff_as_in_the_whole(tmp_path):
-    from replay import _secrets
-    from replay._report_flips import render_text, write_text
+    from replay.secrets import registry as _secrets
+    from replay.reports.flips import render_text, write_text
 
     report = _report_of_many_flips(1)
     secret = "sk-ant-streamed-secret-0123456789"
@@ -177,7 +178,7 @@ def _drift_report(rows: int = 120):
     """A drift report shaped like a large run's: statuses, pages, notes and changed table rows repeat."""
     import random
 
-    from replay._records import DriftClaim, DriftReport
+    from replay.schema.drift import DriftClaim, DriftReport
 
     rng = random.Random(rows)
     row = "| gpt-4o | {} | Global Standard | East US, Sweden Central, West Europe, Japan East | {} |"
@@ -198,7 +199,7 @@ def _drift_report(rows: int = 120):
 
 
 def test_drift_s_table_shares_the_cells_many_rows_repeat():
-    from replay._cli.drift import claims_table
+    from replay.cli.drift import claims_table
 
     report = _drift_report()
     table = claims_table(report)
@@ -216,8 +217,8 @@ def test_drift_s_table_with_shared_cells_prints_what_one_of_its_own_cells_does(c
     from rich.table import Table
     from rich.text import Text
 
-    from replay._cli.drift import claims_table
-    from replay._render import print_table
+    from replay.cli.drift import claims_table
+    from replay.reports.tables import print_table
 
     table = claims_table(_drift_report())
     own = Table()
@@ -242,9 +243,9 @@ def test_drift_s_table_with_shared_cells_prints_what_one_of_its_own_cells_does(c
 
 
 def test_drift_statuses_are_the_records_validation_makes():
-    from replay._drift_runs import run_drift
-    from replay._records import DriftClaim
-    from replay._runs import Run
+    from replay.analysis.drift_inputs import run_drift
+    from replay.schema.drift import DriftClaim
+    from replay.runs.folder import Run
 
     report = run_drift(Run(CASSETTES / "v3-demo"), Run(CASSETTES / "v3-demo-2026-09"), run_name="v3-demo",
                        against_name="v3-demo-2026-09", today="20261130")
@@ -257,9 +258,9 @@ def test_drift_statuses_are_the_records_validation_makes():
 
 @pytest.mark.parametrize("name", ["v2-demo", "v3-demo"])
 def test_grade_holds_a_run_s_claims_compact_and_lets_each_file_s_go(name):
-    from replay._adjudication import run_claims
-    from replay._records import ClaimRow
-    from replay._runs import Run
+    from replay.analysis.adjudication import run_claims
+    from replay.schema.claims import ClaimRow
+    from replay.runs.folder import Run
 
     run = Run(CASSETTES / name)
     held = run_claims(run)
@@ -286,7 +287,7 @@ def _random_json(rng, depth=0):
 def test_json_written_in_pieces_is_the_whole_dump(seed):
     import random
 
-    from replay._io import dump_json, dump_json_pieces
+    from replay.files.json_text import dump_json, dump_json_pieces
 
     rng = random.Random(seed)
     items = [_random_json(rng) for _ in range(rng.choice([0, 1, 2, 7]))]
@@ -300,8 +301,8 @@ def test_json_written_in_pieces_is_the_whole_dump(seed):
 
 
 def _demo_reports(copies=1):
-    from replay._flip_inputs import explain_flips
-    from replay._runs import Run
+    from replay.analysis.flip_inputs import explain_flips
+    from replay.runs.folder import Run
 
     for a, b in [("v2-demo", "v3-demo"), ("v3-demo", "v3-demo-2026-09"), ("v2-demo", "v3-demo-2026-09")]:
         report = explain_flips(Run(CASSETTES / a), Run(CASSETTES / b))
@@ -310,8 +311,8 @@ def _demo_reports(copies=1):
 
 @pytest.mark.parametrize("copies", [0, 1, 40])
 def test_the_json_diff_in_pieces_is_the_dump_of_the_whole_report(copies):
-    from replay._io import dump_json
-    from replay._report_flips import json_pieces, render_json
+    from replay.files.json_text import dump_json
+    from replay.reports.flips import json_pieces, render_json
 
     for report in _demo_reports(copies):
         pieces = list(json_pieces(report))
@@ -324,7 +325,7 @@ def test_the_json_diff_in_pieces_is_the_dump_of_the_whole_report(copies):
 def test_parts_joined_in_pieces_are_the_parts_joined(seed):
     import random
 
-    from replay._report_flips import _joined
+    from replay.reports.flips import _joined
 
     rng = random.Random(seed)
     parts = [rng.choice(["", "a", "two\nlines", "x" * rng.randint(0, 70000), "é→"]) for _ in range(rng.randint(0, 1200))]
@@ -334,7 +335,8 @@ def test_parts_joined_in_pieces_are_the_parts_joined(seed):
 
 
 def test_the_markdown_and_html_diffs_are_made_flip_by_flip():
-    from replay._report_flips import flip_article, html_pieces, markdown_pieces, render_html, render_markdown
+    from replay.reports.flips_html import flip_article, html_pieces, render_html
+    from replay.reports.flips_markdown import markdown_pieces, render_markdown
 
     for report in _demo_reports(300):
         html = list(html_pieces(report))
@@ -345,9 +347,11 @@ def test_the_markdown_and_html_diffs_are_made_flip_by_flip():
 
 
 def test_a_secret_is_redacted_from_a_report_written_in_pieces_as_from_the_whole(tmp_path):
-    from replay import _secrets
-    from replay._io import atomic_write_chunks, atomic_write_text
-    from replay._report_flips import html_pieces, json_pieces, markdown_pieces, render_html, render_json, render_markdown
+    from replay.secrets import registry as _secrets
+    from replay.files.atomic import atomic_write_chunks, atomic_write_text
+    from replay.reports.flips_html import html_pieces, render_html
+    from replay.reports.flips import json_pieces, render_json
+    from replay.reports.flips_markdown import markdown_pieces, render_markdown
 
     secret = "sk-ant-pieces-secret-0123456789"
     report = next(_demo_reports(50))
@@ -366,8 +370,8 @@ def test_a_secret_is_redacted_from_a_report_written_in_pieces_as_from_the_whole(
 
 
 def test_a_record_in_pieces_is_its_whole_dump_extra_fields_and_all():
-    from replay._io import dump_json, model_json_pieces
-    from replay._records import ResultsFile
+    from replay.files.json_text import dump_json, model_json_pieces
+    from replay.schema.results import ResultsFile
 
     for name in DEMO_RUNS:
         results = load_results(CASSETTES / name)

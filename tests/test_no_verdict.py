@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from factories import write_json
-from replay._cli.main import main
-from replay._commands import retry_failed_command
-from replay._records import RunManifest
+from replay.cli.main import main
+from replay.core.commands import retry_failed_command
+from replay.schema.manifest import RunManifest
 
 ROOT = Path(__file__).resolve().parents[1]
 FAILED = {"docs/evaluation.md": "API error 529: overloaded (after 3 retries)",

@@ -1,6 +1,6 @@
 """The indexed, memoised page matching of drift and diff gives what the plain per-line scans give.
 
-`_drift` and `_page_diff` read each page version once per command (token indexes, normalised lines,
+`core.drift` and `core.page_diff` read each page version once per command (token indexes, normalised lines,
 counterparts kept per line) and compute difflib ratios only where they can change the answer. The plain
 scans they replaced are kept here as the reference, and both are run over every line of the real Learn
 page versions in tests/data/learn-pages (before -> after), as the old line, quote and claim.
@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from replay import _drift, _page_diff
-from replay._text import Located, line_token_set, normalise_ws, subject_words, value_tokens
+from replay.core import drift as _drift
+from replay.core import page_lines
+from replay.core import page_diff as _page_diff
+from replay.core.text import Located, line_token_set, normalise_ws, subject_words, value_tokens
 
 PAGES = Path(__file__).parent / "data" / "learn-pages"
 NAMES = sorted(p.name for p in (PAGES / "before").glob("*.md"))
@@ -32,7 +34,7 @@ def ref_lines(text: str) -> list[Located]:
     return [Located(i, line) for i, line in enumerate(text.splitlines()) if line.strip()]
 
 
-def ref_ratio(a: str, b: str, floor: float = _drift._SIMILAR) -> float:
+def ref_ratio(a: str, b: str, floor: float = page_lines._SIMILAR) -> float:
     matcher = difflib.SequenceMatcher(None, normalise_ws(a), normalise_ws(b), autojunk=False)
     if matcher.real_quick_ratio() < floor or matcher.quick_ratio() < floor:
         return 0.0
@@ -46,7 +48,7 @@ def ref_renamed_key(old: tuple[str, ...], new: tuple[str, ...]) -> bool:
     a, b = " ".join(old), " ".join(new)
     if [ch for ch in a if ch.isdigit()] != [ch for ch in b if ch.isdigit()]:
         return False
-    return bool(ref_ratio(a, b, floor=_drift._SIMILAR_KEY))
+    return bool(ref_ratio(a, b, floor=page_lines._SIMILAR_KEY))
 
 
 def ref_counterpart(line: str, new_text: str) -> Located | None:
@@ -54,20 +56,20 @@ def ref_counterpart(line: str, new_text: str) -> Located | None:
     wanted = normalise_ws(line)
     if wanted in {normalise_ws(n.line) for n in new_lines}:
         return next(n for n in new_lines if normalise_ws(n.line) == wanted)
-    cells = _drift._cells(line)
+    cells = page_lines._cells(line)
     if cells is not None:
-        key = _drift._row_key(cells)
-        rows = [(n, c) for n in new_lines if (c := _drift._cells(n.line)) is not None]
-        same_key = [(n, c) for n, c in rows if key and _drift._row_key(c) == key]
-        if len(cells) > 1 and _drift._is_version(cells[1]) and len(same_key) > 1:  # one row per version
+        key = page_lines._row_key(cells)
+        rows = [(n, c) for n in new_lines if (c := page_lines._cells(n.line)) is not None]
+        same_key = [(n, c) for n, c in rows if key and page_lines._row_key(c) == key]
+        if len(cells) > 1 and page_lines._is_version(cells[1]) and len(same_key) > 1:  # one row per version
             same_key = [(n, c) for n, c in same_key if cells[1] in c]
             if not same_key:
                 return None
         if same_key:
-            return max(same_key, key=lambda nc: (_drift._equal_cells(cells, nc[1]), ref_ratio(line, nc[0].line)))[0]
-        candidates = [n for n, c in rows if ref_renamed_key(key, _drift._row_key(c))]
+            return max(same_key, key=lambda nc: (page_lines._equal_cells(cells, nc[1]), ref_ratio(line, nc[0].line)))[0]
+        candidates = [n for n, c in rows if ref_renamed_key(key, page_lines._row_key(c))]
     else:
-        candidates = [n for n in new_lines if _drift._cells(n.line) is None]
+        candidates = [n for n in new_lines if page_lines._cells(n.line) is None]
     words = set(subject_words(line))
     best, best_score = None, (0, 0.0)
     for cand in candidates:
@@ -83,7 +85,7 @@ def ref_counterpart(line: str, new_text: str) -> Located | None:
 def ref_value_line(text: str, values: set[str], words: set[str]) -> Located | None:
     best, best_score = None, (0, 0)
     for line in ref_lines(text):
-        toks = _drift._tokset(line.line)
+        toks = page_lines._tokset(line.line)
         score = (len(values & toks), len(words & toks))
         if score[0] and score > best_score:
             best, best_score = line, score
@@ -91,17 +93,17 @@ def ref_value_line(text: str, values: set[str], words: set[str]) -> Located | No
 
 
 def ref_support(text: str, claim: str, values: set[str]) -> tuple[tuple[bool, int], Located | None]:
-    words = _drift._claim_words(claim)
+    words = page_lines._claim_words(claim)
     lines = ref_lines(text)
     if not values:
-        line = next((line for line in lines if words and words <= _drift._tokset(line.line)), None)
+        line = next((line for line in lines if words and words <= page_lines._tokset(line.line)), None)
         return (line is not None, 0), line
     best, best_count = None, -1
     for line in lines:
-        toks = _drift._tokset(line.line)
+        toks = page_lines._tokset(line.line)
         if values <= toks and len(words & toks) > best_count:
             best, best_count = line, len(words & toks)
-    grounds = values <= _drift._page_tokens(text)
+    grounds = values <= page_lines._page_tokens(text)
     return (grounds, best_count), best or (ref_value_line(text, values, words) if grounds else None)
 
 
@@ -141,9 +143,9 @@ def test_counterparts_are_the_ones_a_full_scan_finds(name):
     changed = [line for line in ref_lines(old) if normalise_ws(line.line) not in {normalise_ws(n) for n in new.splitlines()}]
     assert changed, "the corpus page changed, so some lines have no exact twin"
     for line in ref_lines(old):
-        assert _drift._counterpart(line.line, new) == ref_counterpart(line.line, new), line.line
+        assert page_lines._counterpart(line.line, new) == ref_counterpart(line.line, new), line.line
     for line in ref_lines(new)[::3]:  # the other way round (claim_line_pair looks back from B's quote)
-        assert _drift._counterpart(line.line, old) == ref_counterpart(line.line, old), line.line
+        assert page_lines._counterpart(line.line, old) == ref_counterpart(line.line, old), line.line
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -151,13 +153,13 @@ def test_value_lines_and_support_are_the_ones_a_full_scan_finds(name):
     old, new = _texts(name)
     for line in ref_lines(old):
         claim = line.line
-        values, words = _drift._claim_values(claim), _drift._claim_words(claim)
+        values, words = page_lines._claim_values(claim), page_lines._claim_words(claim)
         for text in (old, new):
-            assert _drift._value_line(text, values, words) == ref_value_line(text, values, words), claim
-            assert _drift._support(text, claim, values) == ref_support(text, claim, values), claim
+            assert page_lines._value_line(text, values, words) == ref_value_line(text, values, words), claim
+            assert page_lines._support(text, claim, values) == ref_support(text, claim, values), claim
             few = set(sorted(values)[:1])  # one value of the line: ties between lines decide
-            assert _drift._value_line(text, few, words) == ref_value_line(text, few, words), claim
-            assert _drift._support(text, claim, set()) == ref_support(text, claim, set()), claim
+            assert page_lines._value_line(text, few, words) == ref_value_line(text, few, words), claim
+            assert page_lines._support(text, claim, set()) == ref_support(text, claim, set()), claim
 
 
 @pytest.mark.parametrize("name", NAMES)

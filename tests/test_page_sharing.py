@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from replay._errors import LearnError
-from replay._learn import LearnClient
-from replay._mcp import normalise_learn_url
-from replay._recorder import HttpRecorder
-from replay._verify import verify_run
-from replay._runner import run_judge
-from replay._runs import cassette_name
-from replay._sim import start_model
+from replay.errors import LearnError
+from replay.learn.client import LearnClient
+from replay.urls import normalise_learn_url
+from replay.recording.recorder import HttpRecorder
+from replay.analysis.verify import verify_run
+from replay.judge.runner import run_judge
+from replay.runs.names import cassette_name
+from replay.sim import start_model
 
 MODELS = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
 DEMO = Path(__file__).resolve().parents[1] / "demo"
@@ -117,9 +117,9 @@ def test_a_recording_at_concurrency_8_fetches_each_page_once_and_verifies(
 
 def test_the_page_store_indexes_a_recording_from_memory_as_from_its_cassettes(
         tmp_path: Path, demo_learn: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from replay._cassette_cache import FOLDER
-    from replay._pagestore import PageStore
-    from replay._runs import Run
+    from replay.cassettes.cache import FOLDER
+    from replay.runs.page_store import PageStore
+    from replay.runs.folder import Run
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text("[tool.judge-replay]\n", "utf-8")

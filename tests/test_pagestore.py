@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 
 from factories import damage_page_store, fetch_interaction, write_run
-from replay._cassette import load_cassette, save_cassette
-from replay._errors import UsageError
-from replay._pagestore import PageStore, cassettes_root, open_indexed_store, store_folder
-from replay._mcp import NOT_LEARN_REFUSAL, normalise_learn_url
-from replay._runs import MANIFEST, Run, cassette_name
-from replay._text import sha256_text
+from replay.cassettes.cassette import load_cassette, save_cassette
+from replay.errors import UsageError
+from replay.runs.page_store import PageStore, cassettes_root, open_indexed_store, store_folder
+from replay.learn.wire import NOT_LEARN_REFUSAL
+from replay.urls import normalise_learn_url
+from replay.runs.folder import MANIFEST, Run
+from replay.runs.names import cassette_name
+from replay.core.text import sha256_text
 
 URL = "https://learn.microsoft.com/azure/p"
 V1, V2 = "# P\n\n| a | 1 |\n", "# P\n\n| a | 2 |\n"
@@ -178,7 +180,7 @@ def test_a_store_written_before_runs_were_keyed_by_place_still_reads(tmp_path):
 
 
 def test_a_file_or_a_garbage_folder_for_a_store_is_bad_input_naming_it(tmp_path):
-    from replay._errors import InputError
+    from replay.errors import InputError
 
     (tmp_path / "file").write_text("{}")
     with pytest.raises(InputError, match="is a file, not a page store folder"):
@@ -191,7 +193,7 @@ def test_a_file_or_a_garbage_folder_for_a_store_is_bad_input_naming_it(tmp_path)
 
 @pytest.mark.parametrize("damaged", ["pages", "values"])
 def test_a_store_damaged_after_it_was_written_is_bad_input_naming_it_not_a_database_error(tmp_path, damaged):
-    from replay._errors import InputError
+    from replay.errors import InputError
 
     runs = [run_reading(tmp_path / f"r{n}", V1 if n % 2 else V2, f"2026-01-0{n + 1}T00:00:00Z",
                         url=f"{URL}/{n % 4}") for n in range(8)]  # the later runs read the same pages
@@ -220,7 +222,7 @@ def test_a_run_that_cannot_be_read_is_named_not_the_store(tmp_path):
 def test_a_page_text_kept_beside_the_database_that_is_gone_or_cut_short_is_a_damaged_store(tmp_path, harm):
     """diskcache keeps a text of 32 KB or more in a file of its own; a store missing it (a half-copied
     folder) must not show the version as empty, nor two versions as the same."""
-    from replay._errors import InputError
+    from replay.errors import InputError
 
     big = "| row | value |\n" * 4000  # 64 KB: a real page's size
     with PageStore(tmp_path / "store") as store:
@@ -242,7 +244,7 @@ def test_a_version_read_by_no_run_is_a_damaged_store_not_a_crash(tmp_path):
     """A shape the store never writes (a version with no run that read it) is damage, said as such."""
     import diskcache
 
-    from replay._errors import InputError
+    from replay.errors import InputError
 
     with PageStore(tmp_path / "store") as store:
         store.add(URL, V1, "2026-01-01T00:00:00Z", "r1")

@@ -1,4 +1,4 @@
-"""`_io.resolved` and `portable_path`: what `Path.resolve()` gives, with each folder resolved once per process."""
+"""`files.paths.resolved` and `portable_path`: what `Path.resolve()` gives, with each folder resolved once per process."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from replay._io import portable_path, resolved
+from replay.files.paths import portable_path, resolved
 
 
 def test_resolved_equals_path_resolve_for_every_shape(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

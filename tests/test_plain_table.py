@@ -12,11 +12,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from replay._cli import drift
-from replay._cli.main import main
-from replay._plain_table import LinePrinter, plain_table
-from replay._records import DriftClaim, DriftReport
-from replay._render import TextTable, console_for, print_table
+from replay.cli import drift
+from replay.cli.main import main
+from replay.reports.plain_table import LinePrinter, plain_table
+from replay.schema.drift import DriftClaim, DriftReport
+from replay.reports.tables import TextTable, console_for, print_table
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Our 2-space JSON (`_io.indented_json`, written by pydantic-core where it is the same) is byte for byte
+"""Our 2-space JSON (`files.json_text.indented_json`, written by pydantic-core where it is the same) is byte for byte
 `json.dumps(data, indent=2, ensure_ascii=False)`: on random documents, on every body of the cassettes
 we have (re-indented as a cassette stores them), and on the files we write with it."""
 
@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from replay._cassette import _readable, load_cassette
-from replay._io import dump_json, indented_json
+from replay.cassettes.interaction import _readable
+from replay.cassettes.cassette import load_cassette
+from replay.files.json_text import dump_json, indented_json
 
 ROOT = Path(__file__).resolve().parents[1]
 CASSETTES = sorted((ROOT / "cassettes").rglob("*.yaml")) + sorted((ROOT / "tests" / "data" / "real-cassettes").rglob("*.yaml"))
@@ -98,7 +99,7 @@ def test_nesting_deeper_than_pydantic_core_goes() -> None:
 
 
 def old_readable(body: str | None) -> str | None:
-    """`_cassette._readable` as it was, with json.dumps."""
+    """`cassettes.interaction._readable` as it was, with json.dumps."""
     if not body or body[:1] not in "{[":
         return body
     try:

@@ -10,11 +10,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from replay._cassette import Interaction, learn_calls, load_cassette
-from replay._matching import canonical_request
-from replay._recorder import _maybe_tool_calls, _sent_request
-from replay._scrub import scan_text, scrub_headers, scrub_interaction, scrub_url
-from replay._secrets import PLACEHOLDER, Redactor
+from replay.cassettes.interaction import Interaction
+from replay.cassettes.learn_calls import learn_calls
+from replay.cassettes.cassette import load_cassette
+from replay.cassettes.matching import canonical_request
+from replay.recording.recorder import _maybe_tool_calls
+from replay.recording.tape import _sent_request
+from replay.cassettes.scrub import scan_text, scrub_headers, scrub_interaction
+from replay.secrets.in_urls import scrub_url
+from replay.secrets.registry import PLACEHOLDER, Redactor
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_CASSETTES = sorted((ROOT / "cassettes").rglob("*.yaml"))
@@ -93,7 +97,7 @@ def test_a_retry_is_known_by_its_canonical_key_made_only_when_needed(tmp_path: P
     transient failure is dropped when the same request, in other bytes, is sent again."""
     from vcr.request import Request
 
-    from replay._recorder import _sent_request, _Tape
+    from replay.recording.tape import _sent_request, _Tape
 
     uri = "http://127.0.0.1:8932/v1/messages"
     first, again = '{"model":"m","messages":[{"role":"user","content":"hi"}]}', '{"messages":[{"content":"hi","role":"user"}],"model":"m"}'
@@ -110,7 +114,7 @@ def test_a_retry_is_known_by_its_canonical_key_made_only_when_needed(tmp_path: P
 @pytest.mark.parametrize("escape", ["\\ud800", "\\uDC00", "\\uDbFf", "\\ud83d"])
 def test_a_lone_surrogate_in_a_learn_reply_is_still_refused(escape: str) -> None:
     """The check for a lone surrogate (writing the message out again) is made only where one may be."""
-    from replay._mcp import parse_jsonrpc_reply
+    from replay.learn.wire import parse_jsonrpc_reply
 
     for body, ctype in ((f'{{"jsonrpc":"2.0","id":1,"result":{{"x":"a{escape}b"}}}}', "application/json"),
                         (f'event: message\r\ndata: {{"jsonrpc":"2.0","id":1,"result":{{"x":"{escape}"}}}}\r\n\r\n', None)):

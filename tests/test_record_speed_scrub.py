@@ -14,28 +14,21 @@ from pathlib import Path
 import pytest
 
 from factories import write_run
-from replay import _secrets
-from replay._bodies import map_strings, rewrite_sse_json
-from replay._cassette import (
-    Interaction,
-    _normalised,
-    _normalised_once,
-    _readable,
-    _tool_reply,
-    _yaml_text,
-    learn_calls,
-    load_cassette,
-    normalise_recording,
-)
-from replay._cassette_yaml import _quoted_with_cr
-from replay._matching import canonical_request
-from replay._mcp import FETCH_TOOL
-from replay._pagestore import PageStore
-from replay._runs import Run
-from replay._scrub import cassette_redactor, may_hold, scan_text, scrub_interactions
-from replay._secrets import Redactor
-from replay._sim.learn import dotnet_json
-from replay._text import sha256_text
+from replay.secrets import registry as _secrets
+from replay.cassettes.bodies import map_strings, rewrite_sse_json
+from replay.cassettes.interaction import Interaction, _readable
+from replay.cassettes.normalise import _normalised, _normalised_once, normalise_recording
+from replay.cassettes.learn_calls import _tool_reply, learn_calls
+from replay.cassettes.cassette import _yaml_text, load_cassette
+from replay.cassettes.yaml_writer import _quoted_with_cr
+from replay.cassettes.matching import canonical_request
+from replay.learn.wire import FETCH_TOOL
+from replay.runs.page_store import PageStore
+from replay.runs.folder import Run
+from replay.cassettes.scrub import cassette_redactor, may_hold, scan_text, scrub_interactions
+from replay.secrets.registry import Redactor
+from replay.sim.learn import dotnet_json
+from replay.core.text import sha256_text
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_CASSETTES = sorted((ROOT / "cassettes").rglob("*.yaml"))

@@ -1,4 +1,4 @@
-"""The cassette writer's own YAML emitter (`_cassette_yaml.block_yaml`) writes byte for byte what
+"""The cassette writer's own YAML emitter (`cassettes.yaml_writer.block_yaml`) writes byte for byte what
 `yaml.dump` writes (with the cassette writer's settings), on every cassette we have and on fuzzed
 strings, or declines (None) and leaves the text to `yaml.dump`."""
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from replay._cassette import _BlockDumper, _yaml_text, load_cassette
-from replay._cassette_yaml import WIDTH, block_yaml
+from replay.cassettes.cassette import _BlockDumper, _yaml_text, load_cassette
+from replay.cassettes.yaml_writer import WIDTH, block_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 OUR_CASSETTES = sorted((ROOT / "cassettes").rglob("*.yaml"))

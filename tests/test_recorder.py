@@ -25,11 +25,12 @@ import pytest
 import vcr
 import yaml
 
-from replay import _secrets
-from replay._cassette import learn_calls, load_cassette, save_cassette
-from replay._errors import CassetteMiss
-from replay._recorder import HttpRecorder
-from replay._runs import cassette_name
+from replay.secrets import registry as _secrets
+from replay.cassettes.learn_calls import learn_calls
+from replay.cassettes.cassette import load_cassette, save_cassette
+from replay.errors import CassetteMiss
+from replay.recording.recorder import HttpRecorder
+from replay.runs.names import cassette_name
 
 CANARY = "sk-ant-api03-canary" + "Q7f2" * 20
 ORG_ID = "3f1c2b7a-9d4e-4c1b-8a2f-6e5d4c3b2a10"
@@ -560,7 +561,7 @@ def test_our_recording_replays_under_stock_vcrpy(tmp_path: Path, model: Server, 
 
 
 def test_a_miss_on_a_long_string_shows_where_it_differs() -> None:
-    from replay._matching import differences
+    from replay.cassettes.matching import differences
 
     recorded = {"messages": [{"content": "A" * 500 + " the exact-value rule " + "B" * 500}]}
     edited = {"messages": [{"content": "A" * 500 + " the exact value rule " + "B" * 500}]}
@@ -694,7 +695,7 @@ def test_a_stock_vcrpy_cassette_with_gzip_bodies_loads_and_replays(tmp_path: Pat
 def test_pages_of_the_real_wire_are_stored_exactly_and_audited_as_page_text(tmp_path: Path, learn_wire: Any) -> None:
     from learn_wire import wire_pages
 
-    from replay._scrub import audit_report
+    from replay.cassettes.audit import audit_report
 
     pages = wire_pages()
     client = httpx.Client(headers={"accept": "application/json, text/event-stream"})

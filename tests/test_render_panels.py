@@ -6,7 +6,7 @@ import random
 import pytest
 from rich.console import Console
 
-from replay._render import FieldPanel, console_for, print_panels
+from replay.reports.tables import FieldPanel, console_for, print_panels
 
 COMMON = ["gpt-4o", "128,000", "tokens", "the", "context", "window", "of", "`o4-mini`", "|", "—", "·", "…", "≠",
           "*", "`", "\\", "[", "]", "  ", "[bold]not markup[/bold]", ":smile:", "\x1b[31mred"]

@@ -16,9 +16,11 @@ import vcr
 from vcr.stubs.httpx_stubs import _deserialize_response  # type: ignore[import-untyped]
 
 from factories import LEARN, fetch_interaction
-from replay._cassette import Interaction, save_cassette
-from replay._recorder import HttpRecorder, _played, _stored, _vcr_response
-from replay._runs import cassette_name
+from replay.cassettes.interaction import Interaction
+from replay.cassettes.cassette import save_cassette
+from replay.recording.recorder import HttpRecorder
+from replay.recording.tape import _played, _stored, _vcr_response
+from replay.runs.names import cassette_name
 
 MODEL = "http://127.0.0.1:8932/v1/messages"
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}

@@ -13,14 +13,16 @@ import httpx
 import pytest
 
 from factories import LEARN, fetch_interaction
-from replay._cache_control import marker, without_breakpoints
-from replay._cassette import Interaction, derived, load_cassette, save_cassette
-from replay._cassette_cache import FOLDER, Cassette, entry_path
-from replay._matching import canonical_request, results_differences, sent_form, sent_key
-from replay._recorder import HttpRecorder, _Sent, _Tape, _with_rpc_id
-from replay._verify import _fingerprint, _reproduced
-from replay._records import FileResult
-from replay._runs import cassette_name
+from replay.core.cache_control import marker, without_breakpoints
+from replay.cassettes.interaction import Interaction
+from replay.cassettes.cassette import derived, load_cassette, save_cassette
+from replay.cassettes.cache import FOLDER, Cassette, entry_path
+from replay.cassettes.matching import canonical_request, results_differences, sent_form, sent_key
+from replay.recording.recorder import HttpRecorder, _Sent
+from replay.recording.tape import _Tape, _with_rpc_id
+from replay.analysis.verify import _fingerprint, _reproduced
+from replay.schema.results import FileResult
+from replay.runs.names import cassette_name
 
 MODEL = "http://127.0.0.1:8932/v1/messages"
 

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from replay import _secrets
-from replay._cassette_cache import OFF_VARIABLE
-from replay._cli.main import main
-from replay._errors import InputError
-from replay._receipts import FOLDER, code_sha256, installed_distributions, receipt_for
-from replay._recorder import recorders_created
-from replay._verify import verify_run
-from replay._runner import _run_claims, _run_prompt, replay_run
-from replay._runs import Run
+from replay.secrets import registry as _secrets
+from replay.cassettes.cache import OFF_VARIABLE
+from replay.cli.main import main
+from replay.errors import InputError
+from replay.runs.receipts import FOLDER, code_sha256, installed_distributions, receipt_for
+from replay.recording.recorder import recorders_created
+from replay.analysis.verify import verify_run
+from replay.judge.replaying import _run_claims, _run_prompt, replay_run
+from replay.runs.folder import Run
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "cassettes/v3-demo"
@@ -198,7 +198,7 @@ def test_the_command_prints_and_writes_the_same_bytes_either_way(project: Path, 
 
 def test_a_receipted_replay_never_imports_the_sdk(project: Path) -> None:
     """The shortcut skips the SDK entirely: not even imported (about 2 s of CPU at every replay)."""
-    script = ("import sys\nfrom replay._cli.main import main\n"
+    script = ("import sys\nfrom replay.cli.main import main\n"
               f"code = main(['judge', '--mode', 'replay', '--run', {RUN!r}, '--no-progress'])\n"
               "print('anthropic imported:', 'anthropic' in sys.modules, 'exit', code)\n")
     runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from replay._cassette import learn_calls, load_cassette
-from replay._cassette_cache import entry_path
-from replay._runs import Run
+from replay.cassettes.learn_calls import learn_calls
+from replay.cassettes.cassette import load_cassette
+from replay.cassettes.cache import entry_path
+from replay.runs.folder import Run
 
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
 

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from factories import LocalServer, write_json
-from replay._errors import UsageError
-from replay._verify import verify_run
-from replay._runfolder import STAGING_FOLDER, RunFolderWriter, reading, recover, write_folder
-from replay._sim import start_learn, start_model
+from replay.errors import UsageError
+from replay.analysis.verify import verify_run
+from replay.runs.writer import STAGING_FOLDER, RunFolderWriter, reading, recover, write_folder
+from replay.sim import start_learn, start_model
 
 REPO = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-c", "import sys; from replay._cli.main import main; sys.exit(main())"]
+CLI = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
 MODELS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
 PAGE = "# Azure OpenAI models\n\n| Model | Context window |\n|---|---|\n| gpt-4.1 | 1,047,576 |\n| gpt-4o | 128,000 |\n"
 CLAIM = {"id": "m-1", "claim": "gpt-4o has a 128,000 token context window.", "claim_type": "version",
@@ -224,8 +224,8 @@ def test_a_read_only_parent_is_one_line_before_any_call(tmp_path: Path, services
 
 
 def test_leftovers_of_a_killed_recording_are_no_run_to_any_reader(good_run: Path) -> None:
-    from replay._runs import find_runs
-    from replay._scrub import audit_report
+    from replay.runs.folder import find_runs
+    from replay.cassettes.audit import audit_report
 
     leftover = good_run.parent / STAGING_FOLDER / "other"
     leftover.mkdir(parents=True)

@@ -14,13 +14,16 @@ import httpx
 import pytest
 
 from factories import closed_port_url, write_json
-from replay._errors import CassetteMiss, InputError, LearnError, RecordingFailed, UsageError
-from replay._io import load_results
-from replay._verify import verify_run
-from replay._runner import NO_KEY, replay_run, run_judge
-from replay._runs import Run, cassette_name
-from replay._scrub import audit
-from replay._sim import start_learn, start_model
+from replay.errors import CassetteMiss, InputError, LearnError, RecordingFailed, UsageError
+from replay.files.results import load_results
+from replay.analysis.verify import verify_run
+from replay.judge.preflight import NO_KEY
+from replay.judge.replaying import replay_run
+from replay.judge.runner import run_judge
+from replay.runs.folder import Run
+from replay.runs.names import cassette_name
+from replay.cassettes.audit import audit
+from replay.sim import start_learn, start_model
 
 MODELS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
 QUOTAS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
@@ -296,7 +299,7 @@ def test_secret_shaped_text_in_claims_and_urls_still_replays(workdir: Path, stan
 
 def test_a_recording_fills_the_projects_page_store(workdir: Path, stand_ins: tuple[Any, Any],
                                                    tmp_path_factory: pytest.TempPathFactory) -> None:
-    from replay._pagestore import PageStore
+    from replay.runs.page_store import PageStore
 
     (workdir / "pyproject.toml").write_text("[tool.judge-replay]\n", "utf-8")
     record(stand_ins)
@@ -370,7 +373,7 @@ def test_usage_keeps_cache_tokens_beside_input_and_output(workdir: Path, stand_i
 
 
 def test_a_context_window_overflow_is_a_file_error_that_says_so(workdir: Path, stand_ins: tuple[Any, Any]) -> None:
-    from replay._sim.model import CONTEXT_EXCEEDED_MARKER
+    from replay.sim.model import CONTEXT_EXCEEDED_MARKER
 
     write_json(workdir / "claims2" / "x.json", {"file": "docs/x.md", "claims": [
         {"id": "x-1", "claim": f"gpt-4o has a 128,000 token context window. {CONTEXT_EXCEEDED_MARKER}",
@@ -385,7 +388,7 @@ def test_a_retired_model_is_explained_before_any_paid_call_and_no_run_is_written
         workdir: Path, stand_ins: tuple[Any, Any]) -> None:
     """The free token count before the first paid call meets the API's 404 for a retired model: one message
     the user understands (exit 2), no Messages call made, nothing written."""
-    from replay._errors import UsageError
+    from replay.errors import UsageError
 
     _learn, model = stand_ins
     with pytest.raises(UsageError) as caught:
@@ -401,7 +404,7 @@ def test_only_the_failed_files_are_recorded_again(workdir: Path, stand_ins: tupl
     1 and prints the command that re-records just that file; run against working Learn, the command
     records it and keeps the others byte for byte."""
     from factories import LocalServer
-    from replay._cli.main import main
+    from replay.cli.main import main
 
     learn, model = stand_ins
 
@@ -662,7 +665,7 @@ def test_retry_failed_refuses_another_endpoint(workdir: Path, stand_ins: tuple[A
 def test_url_credentials_are_redacted_whole_in_an_echoed_basic_header() -> None:
     import base64
 
-    from replay import _secrets
+    from replay.secrets import registry as _secrets
 
     _secrets.remember_url("https://reviewer:PassCanary9x@learn.example/api/mcp")
     encoded = base64.b64encode(b"reviewer:PassCanary9x").decode()
@@ -675,8 +678,8 @@ def test_a_replay_that_finds_a_request_only_through_a_known_secret_leaves_no_rec
         workdir: Path, stand_ins: tuple[Any, Any]) -> None:
     """Which secrets a process knows decides whether a request stored scrubbed is found (`_as_stored`):
     such a replay is not a function of the hashed inputs alone, so it must not answer a later replay."""
-    from replay import _secrets
-    from replay._receipts import FOLDER
+    from replay.secrets import registry as _secrets
+    from replay.runs.receipts import FOLDER
 
     key = "sk-ant-api03-" + "Kq7" * 14
     data = {"file": "docs/models.md", "claims": [dict(CLAIMS["a-models.json"]["claims"][0],

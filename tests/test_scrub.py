@@ -18,11 +18,15 @@ from vcr.persisters.filesystem import FilesystemPersister
 from vcr.serializers import yamlserializer
 
 from factories import LEARN
-from replay import _secrets
-from replay._cassette import Interaction, dumps_cassette, load_cassette, save_cassette
-from replay._errors import InputError
-from replay._mcp import FETCH_TOOL, parse_jsonrpc_reply, tool_result_text
-from replay._scrub import Finding, audit, audit_report, is_placeholder, mask, scrub_interactions, scrub_text, scrub_url
+from replay.secrets import registry as _secrets
+from replay.cassettes.interaction import Interaction
+from replay.cassettes.cassette import dumps_cassette, load_cassette, save_cassette
+from replay.errors import InputError
+from replay.learn.wire import FETCH_TOOL, parse_jsonrpc_reply, tool_result_text
+from replay.cassettes.audit import Finding, audit, audit_report
+from replay.secrets.shapes import is_placeholder, mask
+from replay.cassettes.scrub import scrub_interactions
+from replay.secrets.in_urls import scrub_text, scrub_url
 
 REAL = Path(__file__).resolve().parent / "data" / "real-cassettes"
 KEY = "sk-ant-api03-" + "".join(random.Random(7).choices(string.ascii_letters + string.digits + "_-", k=80))
@@ -204,7 +208,7 @@ def test_a_fragment_is_never_shown_and_a_password_the_url_cannot_parse_is_a_secr
 def test_a_printed_command_never_carries_a_credential_of_the_url_whatever_it_looks_like() -> None:
     """The "to try again" command shows the endpoints as any URL we print: what is named for a credential
     is REDACTED whether or not its value was remembered (letters only, short), and no fragment."""
-    from replay._commands import judge_command
+    from replay.core.commands import judge_command
 
     url = ("http://127.0.0.1:8931/api/mcp?zzToken=canaryonlyletterszq&x-functions-key=ABCDEFGHIJKLMNOPQRSTUVWXYZabcd=="
            "&sessionToken=AbCdEfGh&lang=en#access_token=fragCANARY")
@@ -226,7 +230,7 @@ def test_a_secret_written_with_lowercase_percent_escapes_is_removed_too() -> Non
 
 
 def test_a_malformed_endpoint_with_credentials_is_refused_without_showing_them(capsys: pytest.CaptureFixture[str]) -> None:
-    from replay._cli.main import main
+    from replay.cli.main import main
 
     try:
         for url in ("http://u:pppass/CANARY@127.0.0.1:8931/x", "http://u:pppassCANARY@[::1/api/mcp",
@@ -429,7 +433,7 @@ def test_hostile_yaml_is_refused_by_the_audit_and_the_loader(text: str, reason: 
 def test_a_few_harmless_aliases_are_read() -> None:
     shared = "h: &h {content-type: [application/json]}\ninteractions:\n- request: {method: GET, uri: 'https://x.test/', headers: *h}\n  response: {status: {code: 200}, headers: *h, body: {string: ok}}\n"
     path = Path(__file__).parent / "data" / "nonexistent"  # the loader names `path`, reads `text`
-    from replay._yaml import load_yaml
+    from replay.files.safe_yaml import load_yaml
 
     data = load_yaml(shared, path)
     assert Interaction.from_vcr(data["interactions"][0]).response_body == "ok"
@@ -490,7 +494,7 @@ def test_what_a_response_header_says_about_cookies_never_rewrites_page_text() ->
 
 
 def test_a_body_of_deeply_nested_json_is_read_audited_and_matched_without_a_crash(tmp_path: Path) -> None:
-    from replay._matching import canonical_request
+    from replay.cassettes.matching import canonical_request
 
     deep = "[" * 100_000 + "]" * 100_000
     path = tmp_path / "deep.yaml"
@@ -517,15 +521,15 @@ def test_a_results_file_quoting_a_page_of_its_run_is_page_text_too(tmp_path: Pat
 # --------------------------------------------------------------------------- a hostile text cannot stall a scan
 
 _LINEAR_CHECK = """
-from replay import _scrub as s
-patterns = [p for _kind, p in s._PATTERNS] + [s._URL_IN_TEXT, s._QUERY_PAIR, s._BASE64_RUN, s._ESCAPE, s._TRIGGER]
+from replay.secrets import in_urls as u, shapes as s
+patterns = [p for _kind, p in s._PATTERNS] + [u._URL_IN_TEXT, u._QUERY_PAIR, s._BASE64_RUN, s._ESCAPE, s._TRIGGER]
 units = ["x", "a:", "a.b:", "sk-ant-", "sk-", "://a:", "?", "&a", "bearer ", "basic ", "eyJ", '"token": "', "org ",
          "AKIA", "ghp_", "-", "=", "http://a:b", "x-api-key:"]
 for unit in units:
     text = unit * (200_000 // len(unit))
     for pattern in patterns:
         sum(1 for _ in pattern.finditer(text))
-    s.scrub_text(text)
+    u.scrub_text(text)
 """
 
 
@@ -549,7 +553,7 @@ def test_a_megabyte_of_text_before_a_key_audits_at_once(tmp_path: Path) -> None:
     cassette.write_text(yaml.safe_dump({"interactions": [{
         "request": {"method": "POST", "uri": "http://h/x", "headers": {}, "body": body},
         "response": {"status": {"code": 200, "message": "OK"}, "headers": {}, "body": {"string": ""}}}]}), "utf-8")
-    done = subprocess.run([sys.executable, "-m", "replay._cli.main", "cassettes", "audit", str(cassette)],
+    done = subprocess.run([sys.executable, "-m", "replay.cli.main", "cassettes", "audit", str(cassette)],
                           capture_output=True, text=True, timeout=20)
     assert done.returncode == 1, done.stderr
     assert "aws access key id AKIAZ5…BQRM" in done.stdout

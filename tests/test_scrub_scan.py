@@ -1,4 +1,4 @@
-"""The scrubber's one cheap scan (`Redactor.may_occur` over `_scrub.scan_text`) never misses what the
+"""The scrubber's one cheap scan (`Redactor.may_occur` over `cassettes.scrub.scan_text`) never misses what the
 full pass (every string of the parsed body) removes: it decides only when a body is parsed at all."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from replay._bodies import map_strings
-from replay._cassette import Interaction
-from replay._scrub import scan_text, scrub_interaction
-from replay._secrets import Redactor
-from replay._sim.learn import dotnet_json
+from replay.cassettes.bodies import map_strings
+from replay.cassettes.interaction import Interaction
+from replay.cassettes.scrub import scan_text, scrub_interaction
+from replay.secrets.registry import Redactor
+from replay.sim.learn import dotnet_json
 
 SECRETS = [
     "sk-ant-api03-Zx81fQ7f2Q7f2Q7f2Q7f2abc",

@@ -10,12 +10,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from replay._cli.main import main
-from replay._errors import InputError
-from replay._commands import LEARN_STAND_IN_PORT
-from replay._learn import LearnClient
-from replay._mcp import NOT_LEARN_REFUSAL, is_missing_page, missing_page_text, parse_jsonrpc_reply, tool_result_text
-from replay._sim import start_learn
+from replay.cli.main import main
+from replay.errors import InputError
+from replay.urls import LEARN_STAND_IN_PORT
+from replay.learn.client import LearnClient
+from replay.learn.wire import NOT_LEARN_REFUSAL, is_missing_page, missing_page_text, parse_jsonrpc_reply, tool_result_text
+from replay.sim import start_learn
 
 TEST_DATA = Path(__file__).resolve().parent / "data"
 ACCEPT = {"Accept": "application/json, text/event-stream"}
@@ -403,7 +403,7 @@ def test_cli_bad_pages_exit_2_naming_the_file(tmp_path, capsys):
     assert main(["sim", "learn", "--pages", str(tmp_path / "absent")]) == 2
 
 
-CLI = [sys.executable, "-c", "from replay._cli.main import main; import sys; sys.exit(main())"]
+CLI = [sys.executable, "-c", "from replay.cli.main import main; import sys; sys.exit(main())"]
 
 
 def test_cli_serves_until_sigterm_quietly(pages):
@@ -444,7 +444,7 @@ def test_cli_verbose_logs_one_line_per_request_and_fails_on_purpose(pages):
 
 
 def test_cli_port_defaults_and_a_busy_port(pages, learn, capsys):
-    from replay._cli.sim import command
+    from replay.cli.sim import command
     port = next(p for p in command.commands["learn"].params if p.name == "port")
     assert port.default == LEARN_STAND_IN_PORT == 8931
     assert main(["sim", "learn", "--pages", str(pages), "--port", str(learn.port)]) == 2

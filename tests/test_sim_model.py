@@ -10,13 +10,13 @@ import anthropic
 import httpx
 import pytest
 
-from replay._cli.main import main
-from replay._mcp import SESSION_HEADER, parse_jsonrpc_reply, tool_result_text
-from replay._prompts import load_prompt
-from replay._records import ClaimsBatch
-from replay._commands import MODEL_STAND_IN_PORT
-from replay._sim import start_learn, start_model
-from replay._sim.model import CONTEXT_EXCEEDED_MARKER
+from replay.cli.main import main
+from replay.learn.wire import SESSION_HEADER, parse_jsonrpc_reply, tool_result_text
+from replay.prompts import load_prompt
+from replay.schema.claims import ClaimsBatch
+from replay.urls import MODEL_STAND_IN_PORT
+from replay.sim import start_learn, start_model
+from replay.sim.model import CONTEXT_EXCEEDED_MARKER
 
 MODELS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
 QUOTAS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
@@ -303,7 +303,7 @@ def test_context_window_exceeded_on_purpose(stand_ins, client):
     assert responses[-1].stop_reason == "end_turn" and len(answer["results"]) == 2
 
 
-CLI = [sys.executable, "-c", "from replay._cli.main import main; import sys; sys.exit(main())"]
+CLI = [sys.executable, "-c", "from replay.cli.main import main; import sys; sys.exit(main())"]
 
 
 def test_cli_serves_until_sigint():
@@ -331,7 +331,7 @@ def test_cli_port_in_use_is_a_usage_error(stand_ins, capsys):
 
 
 def test_cli_defaults_to_the_port_stored_runs_name():
-    from replay._cli.sim import command
+    from replay.cli.sim import command
     port = next(p for p in command.commands["model"].params if p.name == "port")
     assert port.default == MODEL_STAND_IN_PORT == 8932
 
@@ -377,7 +377,7 @@ def test_the_batch_list_pages_newest_first_as_the_api_does() -> None:
 def test_cut_off_makes_one_claims_files_conversation_outgrow_the_context_window(tmp_path, monkeypatch) -> None:
     # `sim model --cut-off docs/evaluation.md`: that file's conversation fails as a context-window overflow,
     # its claims unchanged (so a run stays comparable with one recorded on the same claims); the others pass
-    from replay._runner import run_judge
+    from replay.judge.runner import run_judge
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")

@@ -2,8 +2,8 @@
 
 import pytest
 
-from replay._prompts import load_prompt
-from replay._sim.policy import is_magnitude, judge_claim, prompt_headings
+from replay.prompts import load_prompt
+from replay.sim.policy import is_magnitude, judge_claim, prompt_headings
 
 V1, V2, V3 = (load_prompt(name).text for name in ("v1", "v2", "v3"))
 

@@ -15,8 +15,8 @@ import pytest
 import syrupy
 
 from factories import write_run
-from replay._runner import run_judge
-from replay._sim import start_learn, start_model
+from replay.judge.runner import run_judge
+from replay.sim import start_learn, start_model
 
 pytest_plugins = ["pytester"]
 
@@ -68,7 +68,11 @@ def _outer_syrupy_session() -> Iterator[None]:
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    # under pytest-xdist this test runs in a worker: the inner session must not believe it is one too
+    # (syrupy then leaves its report to a controller that does not exist)
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
     """A project with runs r1 and r2 and one parametrized snapshot test over both."""
     write_run(pytester.path / "runs" / "r1", results=r1_files())
     write_run(pytester.path / "runs" / "r2", results=r2_files())
@@ -400,8 +404,10 @@ def test_x(verdict_snapshot):
 
 
 def test_explain_names_header_and_version_changes_and_formatting_only_differences(tmp_path: Path) -> None:
-    from replay._records import ResultsFile
-    from replay.snapshot import RunVerdicts, VerdictSnapshotExtension, explain_mismatch
+    from replay.schema.results import ResultsFile
+    from replay.snapshots.verdicts import RunVerdicts
+    from replay.snapshots.extension import VerdictSnapshotExtension
+    from replay.snapshots.mismatch import explain_mismatch
 
     results = ResultsFile.model_validate({"prompt": "v2", "prompt_sha256": "a" * 64, "model": "m1", "files": r2_files()})
     old = VerdictSnapshotExtension().serialize(RunVerdicts("r2", results))

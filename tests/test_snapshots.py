@@ -12,9 +12,9 @@ import pytest
 
 from factories import write_json
 from replay import replay_run
-from replay._cli.main import main
-from replay._runs import find_runs
-from replay.snapshot import VerdictSnapshotAssertion
+from replay.cli.main import main
+from replay.runs.folder import find_runs
+from replay.snapshots.extension import VerdictSnapshotAssertion
 
 CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
 

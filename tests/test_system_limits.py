@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from replay._sim import start_learn, start_model
-from replay._sim.batches import BatchSettings
+from replay.sim import start_learn, start_model
+from replay.sim.batches import BatchSettings
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = REPO / "demo" / "pages" / "2026-06"
@@ -29,7 +29,7 @@ def _cli(limit: str, value: int) -> list[str]:
     the stand-ins run in)."""
     return [sys.executable, "-c", f"import resource, sys; _, hard = resource.getrlimit(resource.{limit}); "
             f"resource.setrlimit(resource.{limit}, ({value}, {value} if {limit!r} == 'RLIMIT_FSIZE' else hard)); "
-            "from replay._cli.main import main; sys.exit(main())"]
+            "from replay.cli.main import main; sys.exit(main())"]
 
 FILES = 90
 OPEN_FILES = 64
@@ -100,8 +100,9 @@ def test_a_journal_that_cannot_be_written_later_names_the_batches_it_keeps_and_t
     raised it)."""
     import anthropic
 
-    from replay._batch_runner import BatchJournal, BatchRounds
-    from replay._io import display_path
+    from replay.judge.batches.journal import BatchJournal
+    from replay.judge.batches.rounds import BatchRounds
+    from replay.files.paths import display_path
 
     with start_model(batch_settings=BatchSettings(delay=batch_seconds)) as model:
         client = anthropic.Anthropic(api_key="sk-ant-test-journal", base_url=model.url, max_retries=0)
@@ -143,7 +144,7 @@ def test_a_run_stopped_by_its_journal_prints_the_resume_command_and_that_command
         assert parse_printed_command(command)["resume"] is True
         assert lines[2] == ("judge-replay: .judge-replay-staging/run.batches.json: File too large; the 1 batch(es) "
                             "the journal holds are kept for --resume") and len(lines) == 3  # the next one not created
-        cli = [sys.executable, "-c", "import sys; from replay._cli.main import main; sys.exit(main())"]
+        cli = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
         resumed = subprocess.run([*cli, *shlex.split(command)[1:]], cwd=tmp_path,
                                  capture_output=True, text=True, timeout=300, env=env)
         after = len(model.app.batches._batches)

@@ -1,1 +1,0 @@
-"""The `judge-replay` command line: one click group, one module per command."""

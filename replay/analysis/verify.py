@@ -1,0 +1,94 @@
+"""`judge-replay cassettes verify`: replay a run in full and check it reproduces its results, using every recorded interaction."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from replay.cassettes.cache import every_byte_hashed
+from replay.cassettes.matching import results_differences
+from replay.errors import CassetteMiss
+from replay.files.results import load_results
+from replay.judge.replaying import replayed_run
+from replay.recording.recorder import recorders_created
+from replay.runs.folder import Run
+from replay.runs.writer import reading
+from replay.schema.results import FileResult
+
+
+@dataclass
+class VerifyReport:
+    """What `judge-replay cassettes verify` found for one run."""
+
+    run: str
+    problems: list[str]
+    """One line each, naming the claims file (empty: the run reproduces)."""
+    interactions: int = 0
+    """Recorded interactions in the run's cassettes."""
+    page_snapshot: bool = False
+    """The folder is a page snapshot `drift --live` wrote, not a run: no model was called, nothing to replay."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify_run(run_dir: str | Path) -> VerifyReport:
+    """Replay a run offline (its own prompt, claims and cassettes) and check that it reproduces its
+    recorded results.json (`files`) and that every recorded interaction was used. The run is read as a
+    whole (`runs.writer.reading`): a recording into it swaps its new run in afterwards."""
+    with reading(run_dir):
+        return _verify(Run(run_dir))
+
+
+def _verify(run: Run) -> VerifyReport:
+    if run.is_page_snapshot:
+        return VerifyReport(str(run.path), [], page_snapshot=True)
+    results = load_results(run.path)
+    batched = {f.file: f.batch for f in results.files}
+    recorded = {f.file: _fingerprint(f) for f in results.files}  # memory holds the replay's results, and these
+    del results
+    problems: list[str] = []
+    try:
+        with recorders_created() as recorders, every_byte_hashed():  # the check itself: in full, every byte read
+            replayed = replayed_run(run, use_receipt=False, batched=batched)
+    except CassetteMiss as miss:
+        return VerifyReport(str(run.path), [f"{miss.claims_file}: the replay stopped: {line}" for line in str(miss).splitlines()[1:]])
+    if not _reproduced(recorded, replayed.files()):  # say how: read the recorded results again
+        problems.extend(results_differences(load_results(run.path).files, list(replayed.files())))
+    recorder = next((r for r in recorders if r.mode == "replay"), None)
+    unused = recorder.unused_requests() if recorder else {}
+    for entry in run.manifest.claims:
+        for index, what in unused.get(entry.file, []):
+            problems.append(f"{entry.file}: recorded interaction {index} ({what}) was never used by the replay")
+    if recorder is None:
+        problems.append("the replay went through no recorder, so unused interactions could not be checked")
+    return VerifyReport(str(run.path), problems, recorder.recorded_interactions if recorder else 0)
+
+
+def _reproduced(recorded: dict[str, str | None], files: Iterable[FileResult]) -> bool:
+    """Whether the replay gave every recorded file's results, by their fingerprints (False: compare
+    them in full, which may still find them equal); the files read once, one at a time."""
+    replayed = set()
+    for f in files:
+        found = _fingerprint(f)
+        if found is None or f.file not in recorded or found != recorded[f.file]:
+            return False
+        replayed.add(f.file)
+    return replayed == recorded.keys()
+
+
+def _fingerprint(result: FileResult) -> str | None:
+    """The sha256 of what `results_differences` compares of a file's results (all but `cost_usd`), as
+    canonical JSON; None when that is no strict JSON (a NaN or infinity kept as a number, which never
+    compares equal): such a file is always compared in full. Equal fingerprints are equal results; in
+    any other case verify reads the recorded results.json again and compares it with the replay's, so
+    the report is the one a comparison of every file gives."""
+    try:
+        text = json.dumps(result.model_dump(mode="json", exclude={"cost_usd"}), sort_keys=True, allow_nan=False)
+    except ValueError:
+        return None
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,89 @@
+"""`judge-replay diff RUN_A RUN_B`: every claim whose verdict moved between two runs, and why."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+import click
+
+from replay.analysis.flip_inputs import explain_flips
+from replay.cli._output import dash_is_stdout
+from replay.core.flips.report import gold_labels
+from replay.errors import UsageError
+from replay.files.atomic import atomic_write_chunks
+from replay.files.inputs import load_claims, load_gold
+from replay.reports.flips import json_pieces, render_text, write_text
+from replay.reports.flips_html import html_pieces
+from replay.reports.flips_markdown import markdown_pieces
+from replay.runs.folder import Run, new_runs_folder
+from replay.runs.stand_in_notes import stand_in_notes
+from replay.settings import load_settings, setting
+
+
+def _default_gold() -> Path | None:
+    """`[tool.judge-replay] gold`, resolved against the pyproject's folder, if that file exists."""
+    value = setting("gold", None)
+    if not value:
+        return None
+    path = Path(value)
+    if not path.is_absolute():
+        _, root = load_settings()
+        path = (root or Path.cwd()) / path
+    return path if path.is_file() else None
+
+
+EPILOG = """\b
+Example (the bundled demo: v2's prompt against v3's on later pages; v2's prompt on those
+pages, cassettes/v2-demo-2026-09, is found as a sibling folder and says which input moved each verdict):
+  judge-replay diff cassettes/v2-demo cassettes/v3-demo-2026-09 --format html --out flips.html
+"""
+
+
+@click.command("diff", epilog=EPILOG)
+@click.argument("run_a", type=click.Path(readable=False, path_type=str))
+@click.argument("run_b", type=click.Path(readable=False, path_type=str))
+@click.option("--gold", "gold_path", type=click.Path(readable=False, path_type=str), default=None,
+              help="Gold set: mark which side was right (default: [tool.judge-replay] gold, if it exists).")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "html"]), default="text",
+              show_default=True)
+@click.option("--out", callback=dash_is_stdout, type=click.Path(readable=False, path_type=str), default=None, help="Write the report to FILE (atomically).")
+@click.option("--with", "with_runs", multiple=True, type=click.Path(readable=False, path_type=str), metavar="RUN",
+              help="Another run that can confirm a cause (A's prompt with B's pages, a repeat...). Repeatable.")
+@click.option("--discover/--no-discover", default=True, show_default=True,
+              help="Also use sibling run folders whose manifests fit (repeats, --pages-from A or B).")
+@click.option("--claims", "claims_paths", multiple=True, type=click.Path(readable=False, path_type=str),
+              help="Claims files/folders, for runs that do not record the claim texts. Repeatable.")
+@click.option("--confirm", is_flag=True,
+              help="Print the `judge` commands that would record the missing controlled runs.")
+def command(run_a: str, run_b: str, gold_path: str | None, fmt: str, out: str | None, with_runs: tuple[str, ...],
+            discover: bool, claims_paths: tuple[str, ...], confirm: bool) -> None:
+    """Pair the two runs' claims and, for every claim whose verdict differs, say why: prompt, page,
+    prompt+page, evidence_path, model or unknown. Exit 0 whether or not anything flipped."""
+    if out and Path(out).is_dir():
+        raise UsageError(f"--out {out}: is a folder; give a file name (e.g. {Path(out) / ('flips.' + fmt)})")
+    a, b = Run(run_a), Run(run_b)
+    extras = [Run(p) for p in with_runs]
+    chosen = Path(gold_path) if gold_path else _default_gold()
+    labels = gold_labels(load_gold(chosen)) if chosen is not None else None  # the gold set's records let go of
+    batches = [batch for _, batch in load_claims(list(claims_paths))] if claims_paths else []
+    report = explain_flips(a, b, labels, extras, discover=discover, claims=batches, confirm_parent=new_runs_folder(b),
+                           text_only=fmt == "text")
+    report.run_a, report.run_b = run_a, run_b
+    report.notes = stand_in_notes([a, b, *(Run(c["path"]) for c in report.controlled_runs)]) + report.notes
+    if not confirm and fmt != "json":
+        report.confirm_commands = []
+    if fmt == "text" and out is None:
+        write_text(report, lambda piece: click.echo(piece, nl=False), color=sys.stdout.isatty())
+        return
+    if fmt == "text":
+        pieces: Iterable[str] = [render_text(report)]
+    else:  # written as they are made: the report of a large run is never held as one text
+        pieces = {"json": json_pieces, "markdown": markdown_pieces, "html": html_pieces}[fmt](report)
+    if out:
+        atomic_write_chunks(out, pieces)
+        click.echo(f"wrote {out}: {len(report.flips)} flips of {report.paired} paired claims", err=True)
+    else:
+        for piece in pieces:
+            click.echo(piece, nl=False)

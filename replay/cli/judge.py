@@ -1,0 +1,239 @@
+"""`judge-replay judge`: run the judge live, record a run, or replay one offline."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from replay.cli._output import examples, no_dash
+from replay.core.budget import CostBudget
+from replay.core.commands import judge_command, retry_failed_command
+from replay.core.cost import cost_line, file_cost, total_usd
+from replay.core.display import printable
+from replay.errors import SystemFailed, UsageError
+from replay.runs.folder import Run
+from replay.schema.common import VERDICTS
+from replay.schema.manifest import LEARN_MCP_URL
+from replay.settings import check_endpoint, project_prices, setting
+
+if TYPE_CHECKING:
+    from replay.judge.held import RunResults
+
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
+"""The current Sonnet (anthropic 2.14 lists it; claude-sonnet-4-6 is legacy)."""
+
+EPILOG = "\n\n".join([
+    "Live and record call the Anthropic API, which is billed, and need ANTHROPIC_API_KEY (or "
+    "ANTHROPIC_AUTH_TOKEN, sent as a bearer token); the Learn MCP "
+    "endpoint needs no key. Live (the default mode) keeps nothing unless you give --out FILE (the results) "
+    "or --run DIR (results, no cassettes); record keeps a run folder whose cassettes replay offline, free "
+    "and without a key. Replay makes no network call at all.",
+    "Without a key or network, start the local stand-ins (test equipment, not Claude nor Learn): "
+    "`judge-replay sim learn --pages demo/pages/2026-06` (port 8931) and `judge-replay sim model` (port "
+    "8932), and pass --learn-url http://127.0.0.1:8931/api/mcp --anthropic-base-url http://127.0.0.1:8932.",
+    examples(
+        "judge-replay judge --prompt v3 --claims demo/claims --mode live --out results.json   # billed, keeps results",
+        "judge-replay judge --prompt v3 --claims demo/claims --run runs/v3 --mode record      # billed, keeps a run",
+        "judge-replay judge --mode replay --run cassettes/v3-demo                             # offline, free",
+    ),
+])
+
+
+@click.command("judge", epilog=EPILOG)
+@click.option("--prompt", "prompt", metavar="P", help="Bundled prompt name (v1, v2, v3) or a prompt file.")
+@click.option("--claims", "claims", multiple=True, metavar="PATH...",
+              help="Claims files and/or folders of *.json batches (repeat, or list several).")
+@click.argument("more_claims", nargs=-1, type=click.Path(), metavar="")
+@click.option("--run", "run_dir", type=click.Path(file_okay=False), help="The run folder (cassettes/<run-id>).")
+@click.option("--mode", type=click.Choice(["live", "record", "replay"]), default="live", show_default=True)
+@click.option("--model", default=None, help=f"Claude model ([tool.judge-replay] model, else {DEFAULT_MODEL}).")
+@click.option("--learn-url", default=None, help=f"Learn MCP endpoint (default {LEARN_MCP_URL}).")
+@click.option("--anthropic-base-url", default=None, help="Messages API base URL (default: the SDK's).")
+@click.option("--pages-from", type=click.Path(file_okay=False),
+              help="Serve every Learn call from this run's cassettes while the model runs live.")
+@click.option("--concurrency", type=int, default=None, help="Conversations at once (default 4).")
+@click.option("--force", is_flag=True, help="Record over a frozen run; with --mode live, write over a recorded run (its cassettes go).")
+@click.option("--retry-failed", is_flag=True,
+              help="Record again only the claims files that failed in --run; keep the others as recorded.")
+@click.option("--out", callback=no_dash, type=click.Path(dir_okay=False), help="Also write the results JSON here.")
+@click.option("--no-progress", is_flag=True, help="No progress bar or progress lines.")
+@click.option("--batch", is_flag=True, help="Send the model turns through Message Batches (half price, rounds of "
+              "minutes to hours): record or live.")
+@click.option("--resume", is_flag=True, help="With --batch: continue an interrupted batch run into --run from the "
+              "batches it already submitted (nothing answered is paid for again).")
+@click.option("--no-cache", is_flag=True, help="No prompt-caching breakpoints (caching is on by default).")
+@click.option("--max-cost", type=float, default=None, metavar="USD",
+              help="Stop before a model call (with --batch: a batch) that could take the run's cost past USD "
+                   "(estimated high: every input token at the dearest input price, max_tokens of output).")
+def command(
+    prompt: str | None,
+    claims: tuple[str, ...],
+    more_claims: tuple[str, ...],
+    run_dir: str | None,
+    mode: str,
+    model: str | None,
+    learn_url: str | None,
+    anthropic_base_url: str | None,
+    pages_from: str | None,
+    concurrency: int | None,
+    force: bool,
+    retry_failed: bool,
+    out: str | None,
+    no_progress: bool,
+    batch: bool,
+    resume: bool,
+    no_cache: bool,
+    max_cost: float | None,
+) -> None:
+    """Run the judge: one conversation per claims file (live, recorded into --run, or replayed from it).
+
+    Exit 1 when a conversation failed (the run is kept, and the command that re-records just the failed
+    files is printed) or when every one failed (nothing is written)."""
+    claims_paths = [*claims, *more_claims]
+    if more_claims and not claims:
+        raise UsageError(f"unexpected argument {more_claims[0]!r}: claims go after --claims")
+    if mode != "replay" and (prompt is None or not claims_paths):
+        raise UsageError(f"--mode {mode} needs --prompt P and --claims PATH...")
+    if (batch or resume or no_cache) and mode == "replay":
+        raise UsageError("--batch, --resume and --no-cache choose how a recording calls the model; replay calls nothing")
+    if max_cost is not None and (mode == "replay" or not (math.isfinite(max_cost) and max_cost > 0)):
+        raise UsageError("--max-cost limits what a live or record run is billed: give a positive USD amount"
+                         if mode != "replay" else "--max-cost limits a billed run; replay calls nothing and is free")
+    if resume and not batch:
+        raise UsageError("--resume continues an interrupted batch run: use it with --batch")
+    for flag, url in (("--learn-url", learn_url), ("--anthropic-base-url", anthropic_base_url)):
+        if url is not None:
+            check_endpoint(url, flag)
+    from replay.judge.runner import failed_files, judged_run  # anthropic (~2 s) is imported when a conversation runs
+
+    model = str(setting("model", model, DEFAULT_MODEL))
+    budget = budget_for(max_cost, model)
+    route = None
+    if mode != "replay":
+        from replay.judge.model_route import ModelRoute
+
+        route = (ModelRoute.batched(run_dir, resume=resume, cache=not no_cache, progress=not no_progress,
+                                    budget=budget) if batch
+                 else ModelRoute(cache=not no_cache, budget=budget))
+
+    learn_url = str(setting("learn_url", learn_url, LEARN_MCP_URL))
+    anthropic_base_url = setting("anthropic_base_url", anthropic_base_url, None)
+    if mode == "live" and not run_dir and not out:
+        click.echo("judge live: calls the Anthropic API (billed) and keeps nothing but the summary below; "
+                   "--out FILE keeps the results, --mode record --run DIR a replayable run", err=True)
+    try:
+        results = judged_run(
+            prompt,
+            list(claims_paths),
+            run_dir,
+            mode,  # type: ignore[arg-type]
+            model=model,
+            learn_url=learn_url,
+            anthropic_base_url=anthropic_base_url,
+            pages_from=pages_from,
+            concurrency=int(setting("concurrency", concurrency, 4)),
+            progress=not no_progress,
+            force=force,
+            retry_failed=retry_failed,
+            route=route,
+        )
+    except (KeyboardInterrupt, SystemFailed):  # Ctrl-C, or a batch journal that could not be written
+        if route is not None and route.command_choices()["resume"]:
+            resume_command = judge_command(
+                prompt=str(prompt), claims=claims_paths, run=run_dir, mode=mode, model=model, learn_url=learn_url,
+                anthropic_base_url=anthropic_base_url, pages_from=pages_from, retry_failed=retry_failed,
+                **route.command_choices())
+            click.echo("judge: the batches the journal holds are kept; to continue without paying for them again "
+                       f"(--batch --resume):\n  {printable(resume_command)}", err=True)
+        raise
+    if route is not None:
+        route.finished([f.file for f in failed_files(results.files())])
+    written = []
+    if run_dir and mode != "replay":
+        written.append(run_dir)
+    if out:
+        results.write(out)
+        written.append(out)
+    replayed_batch_run = mode == "replay" and run_dir is not None and Run(run_dir).manifest.batch_ids is not None
+    batched = (route is not None and route.batch is not None) or replayed_batch_run
+    click.echo(summary(results, mode, written, results.header.stand_ins, batch=batched))
+    if budget is not None and budget.refused:
+        click.echo(f"judge: {budget.refused}: the claims files it stopped are failed files of the run; raise "
+                   "--max-cost to record them", err=True)
+    failed = failed_files(results.files())
+    if failed and mode != "replay":
+        if run_dir and mode == "record":
+            m = Run(run_dir).manifest
+            paths = [e.path for e in m.claims if e.file in {f.file for f in failed}]
+            retry = retry_failed_command(m, str(run_dir), learn_url=learn_url, anthropic_base_url=anthropic_base_url,
+                                         batch=route is not None and route.batch is not None, no_cache=no_cache,
+                                         max_cost=max_cost, resume=route is not None and route.command_choices()["resume"])
+            click.echo(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed ({', '.join(paths)}); the run keeps "
+                       f"what was recorded. To record just those again:\n  {printable(retry)}", err=True)
+        else:
+            click.echo(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed", err=True)
+        click.get_current_context().exit(1)
+
+
+def budget_for(max_cost: float | None, model: str) -> CostBudget | None:
+    """`--max-cost`: the run's budget, priced by the project's table (a model with no price is refused)."""
+    if max_cost is None:
+        return None
+    try:
+        return CostBudget(max_cost, model, prices=project_prices())
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _cost_notes(mode: str, stand_ins: Sequence[str]) -> list[str]:
+    """What the cost line of `summary` rests on (`cost_line` adds the batch discount)."""
+    return (["recorded usage at current prices; replaying is free"] if mode == "replay" else []) + (
+        ["priced from the stand-in's token counts"] if "model" in stand_ins else [])
+
+
+def summary(results: RunResults, mode: str, written: list[str], stand_ins: Sequence[str] = (), *,
+            batch: bool = False) -> str:
+    """A few lines a person reads at the end of a run (its files read once, one at a time)."""
+    prices = project_prices()
+    counts: Counter[str | None] = Counter()
+    files = claims = unverified = tokens_in = tokens_out = written_to_cache = read_from_cache = 0
+    costs: list[float | None] = []
+    failed: list[tuple[str, str]] = []
+    for f in results.files():
+        files += 1
+        claims += len(f.results)
+        counts.update(r.judge_verdict for r in f.results)
+        unverified += sum(1 for r in f.results if r.quote_verified is False)
+        if f.usage:
+            tokens_in += f.usage.total_input
+            tokens_out += f.usage.output_tokens
+            written_to_cache += f.usage.cache_creation_input_tokens
+            read_from_cache += f.usage.cache_read_input_tokens
+        costs.append(file_cost(f, results.header.model, batch=batch, prices=prices))
+        if f.error:
+            failed.append((f.file, f.error))
+    verdicts = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
+    no_verdict = counts.get(None, 0)
+    cache = (f" ({written_to_cache:,} written to the prompt cache, {read_from_cache:,} read from it)"
+             if written_to_cache or read_from_cache else "")
+    header = results.header
+    lines = [
+        f"judge {mode}: prompt {printable(header.prompt or '?')}, model {printable(header.model or '?')}",
+        f"  {files} files, {claims} claims: {verdicts}"
+        + (f", {no_verdict} without a verdict" if no_verdict else ""),
+        f"  quotes not found in the fetched page: {unverified}",
+        f"  tokens: {tokens_in:,} in{cache}, {tokens_out:,} out",
+        "  " + cost_line(total_usd(costs), batch=batch, notes=_cost_notes(mode, stand_ins)),
+    ]
+    if stand_ins:
+        lines.append(f"  stand-ins (test equipment, not the real services): {', '.join(stand_ins)}")
+    for file, error in failed:
+        lines.append(f"  failed: {printable(file)}: {printable(error)}")
+    lines.append(f"  written: {', '.join(printable(str(Path(w))) for w in written)}" if written else "  written: nothing")
+    return "\n".join(lines)

@@ -1,0 +1,2 @@
+"""The pure core: rules over data (grading, the gate, flips, drift, page diffs, costs, cache breakpoints),
+with no file, network, clock or terminal."""

@@ -1,0 +1,96 @@
+"""How two prompts differ: their sections and calibration rules."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from replay.core.flips.inputs import RunInput
+from replay.core.prompts import calibration_rules
+from replay.core.text import normalise_ws
+
+# --------------------------------------------------------------------------- prompt changes
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+PREAMBLE = "(before the first heading)"
+
+
+def prompt_sections(text: str) -> dict[str, str]:
+    """Markdown heading -> the section's body (fenced code is not searched for headings)."""
+    sections: dict[str, list[str]] = {PREAMBLE: []}
+    current = PREAMBLE
+    fenced = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+        m = None if fenced else _HEADING.match(line)
+        if m:
+            current = m.group(2)
+            sections.setdefault(current, [])
+        else:
+            sections[current].append(line)
+    return {k: "\n".join(v).strip() for k, v in sections.items() if k != PREAMBLE or "\n".join(v).strip()}
+
+
+def _rule_paragraphs(text: str) -> dict[str, str]:
+    out = {}
+    for para in re.split(r"\n\s*\n", text):
+        m = re.match(r"\s*\*\*(R\d+) —", para)
+        if m:
+            out[m.group(1)] = normalise_ws(para)
+    return out
+
+
+def _similar(x: str, y: str) -> bool:
+    import difflib
+
+    x, y = x.lower(), y.lower()
+    return x.startswith(y) or y.startswith(x) or difflib.SequenceMatcher(None, x, y).ratio() >= 0.6
+
+
+def prompt_changes(text_a: str, text_b: str) -> dict[str, Any]:
+    """Which sections and calibration rules were added, removed or changed from prompt A to prompt B."""
+    sa, sb = prompt_sections(text_a), prompt_sections(text_b)
+    added = [h for h in sb if h not in sa]
+    removed = [h for h in sa if h not in sb]
+    changed = [{"heading": h} for h in sa if h in sb and sa[h] != sb[h]]
+    for old in list(removed):  # a renamed heading is a changed section, not one removed and one added
+        new = next((h for h in added if _similar(old, h)), None)
+        if new is not None:
+            removed.remove(old)
+            added.remove(new)
+            changed.append({"heading": new, "was": old})
+    ra, rb = calibration_rules(text_a), calibration_rules(text_b)
+    pa, pb = _rule_paragraphs(text_a), _rule_paragraphs(text_b)
+    return {
+        "sections_added": added,
+        "sections_removed": removed,
+        "sections_changed": changed,
+        "rules_added": {r: rb[r] for r in rb if r not in ra},
+        "rules_removed": {r: ra[r] for r in ra if r not in rb},
+        "rules_changed": {r: rb[r] for r in rb if r in ra and (ra[r] != rb[r] or pa.get(r) != pb.get(r))},
+        "rules_a": ra,
+        "rules_b": rb,
+    }
+
+
+def _prompt_state(a: RunInput, b: RunInput) -> tuple[bool | None, dict[str, Any]]:
+    """(prompt changed? None when nothing recorded tells, the run-level prompt evidence)."""
+    info: dict[str, Any] = {
+        "a": {"name": a.prompt_name, "sha256": a.prompt_id},
+        "b": {"name": b.prompt_name, "sha256": b.prompt_id},
+    }
+    if a.prompt_text is not None and b.prompt_text is not None:
+        changed = a.prompt_text != b.prompt_text
+        if changed:
+            info.update(prompt_changes(a.prompt_text, b.prompt_text))
+        info["changed"] = changed
+        return changed, info
+    if a.prompt_id and b.prompt_id:
+        info["changed"] = a.prompt_id != b.prompt_id
+        info["note"] = "compared by sha256 only: a run has no prompt.md"
+        return info["changed"], info
+    info["changed"] = None
+    info["note"] = "no prompt text nor sha256 recorded on one side"
+    return None, info

@@ -1,0 +1,1 @@
+"""Running the judge: one conversation per claims file, direct or in Message Batches rounds, recorded or replayed."""

@@ -1,0 +1,1 @@
+"""Message Batches: a run's model requests in rounds, journaled so an interrupted run resumes."""

@@ -1,0 +1,1 @@
+"""The Learn MCP endpoint: its wire format and our client."""

@@ -1,0 +1,110 @@
+"""The flip report as markdown (a pull request comment)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from replay.core.display import printable
+from replay.core.flips.causes import shown_verdict
+from replay.reports.flips import CAUSE_ORDER, _controlled_lines, _counts_line, _gold, _joined, _prompt_line
+from replay.reports.markdown import markdown_cell
+from replay.schema.flips import Flip, FlipReport
+
+# --------------------------------------------------------------------------- markdown
+
+
+def _md(text: str | None) -> str:
+    """A data string for markdown prose or a table cell: terminal controls escaped, HTML escaped (so a
+    claim cannot inject markup into a pull-request comment), `|` escaped, on one line."""
+    return markdown_cell(text or "")
+
+
+def _code(text: str | None) -> str:
+    """A data string as an inline code span, fenced with more backticks than it holds."""
+    text = printable(text or "").replace("\n", " ").replace("|", "\\|")
+    ticks = "`"
+    while ticks in text:
+        ticks += "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _fence(text: str, lang: str = "") -> str:
+    text = printable(text)
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}"
+
+
+def render_markdown(report: FlipReport) -> str:
+    return "".join(markdown_pieces(report))
+
+
+def markdown_pieces(report: FlipReport) -> Iterator[str]:
+    """`render_markdown`'s text in pieces (each cut before a line break), each flip's lines made as it comes."""
+    return _joined(_markdown_lines(report))
+
+
+def _markdown_lines(report: FlipReport) -> Iterator[str]:
+    yield from [f"## judge-replay diff: {_code(report.run_a)} → {_code(report.run_b)}", ""]
+    yield from [f"> **{_md(note)}**\n" for note in report.notes]
+    if _prompt_line(report):
+        yield from [_md(_prompt_line(report)), ""]
+    yield from [_counts_line(report), ""]
+    if report.controlled_runs:
+        yield from ["Other runs used to tell the causes apart:", ""]
+        yield from [f"- {_md(line)}" for line in _controlled_lines(report)]
+        yield ""
+    if report.flips:
+        yield from ["| claim | A | B | cause | gold | why |", "|---|---|---|---|---|---|"]
+        for f in sorted(report.flips, key=lambda f: (CAUSE_ORDER.index(f.primary_cause), f.file, f.id)):
+            yield (f"| {_code(f.file)} {_code(f.id)} | {shown_verdict(f.verdict_a)} | {shown_verdict(f.verdict_b)} "
+                   f"| **{f.primary_cause}** | {_md(_gold(f))} | {_md(f.summary)} |")
+        yield ""
+        yield from ["### Details", ""]
+        for f in report.flips:
+            yield from _markdown_details(f)
+    else:
+        yield from ["No verdict moved.", ""]
+    if report.held_despite_page_change:
+        yield from ["### Held despite a page change", ""]
+        yield from (f"- {_code(h['file'])} {_code(h['id'])} stayed **{h['verdict']}**: {_md(h['url'])} ({_md(h['where'])})"
+                    for h in report.held_despite_page_change)
+        yield ""
+    if report.unpaired:
+        yield from ["### Unpaired", ""]
+        yield from [f"- {_code(u['file'])} {_code(u['id'])} only in {u['only_in'].upper()}" for u in report.unpaired]
+        yield ""
+    if report.confirm_commands:
+        yield from ["### To confirm causes", "", _fence("\n".join(report.confirm_commands), "sh"), ""]
+
+
+def _markdown_details(f: Flip) -> list[str]:
+    ev = f.evidence
+    out = [f"<details><summary><code>{_md(f.id)}</code> ({_md(f.file)}): "
+           f"{shown_verdict(f.verdict_a)} → {shown_verdict(f.verdict_b)}, <b>{f.primary_cause}</b></summary>", "",
+           f"{_md(f.summary)}", ""]
+    if ev.get("claim"):
+        out += [f"Claim: {_md(ev['claim'])}", ""]
+    for side in ("a", "b"):
+        verdict = f.verdict_a if side == "a" else f.verdict_b
+        rule = ev.get("rules", {}).get(side)
+        error = ev["no_verdict"]["error"] if ev.get("no_verdict", {}).get("side") == side else None
+        out.append(f"**{side.upper()}**: {shown_verdict(verdict)}" + (f": {_md(error)}" if error else "")
+                   + (f" (rule {_md(rule)})" if rule else "")
+                   + (f", {_md(ev['evidence_urls'][side])}" if ev.get("evidence_urls", {}).get(side) else ""))
+        quote = ev.get("quotes", {}).get(side)
+        out += ["", _fence(quote) if quote else "_no quote_", ""]
+    for page in ev.get("pages", []):
+        sha = f"sha {(page.get('sha256_a') or 'none')[:8]} → {(page.get('sha256_b') or 'none')[:8]}"
+        out.append(f"Page {_md(page['url'])}: {sha}" + (f"; {_md(page['note'])}" if page.get("note") else ""))
+        flags = [f"A's quote in B's page: {page['quote_a_in_b']}" if "quote_a_in_b" in page else "",
+                 f"B's quote in A's page: {page['quote_b_in_a']}" if "quote_b_in_a" in page else ""]
+        if any(flags):
+            out.append("; ".join(x for x in flags if x))
+        out.append("")
+        if page.get("diff"):
+            out += [_fence(page["diff"], "diff"), ""]
+    out += ["</details>", ""]
+    return out

@@ -1,0 +1,119 @@
+"""Tables for the terminal (rich) and markdown, the score tables grade and bakeoff share, markdown escaping of data."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from rich.console import Console, Group, RenderableType
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from replay.core.display import printable
+from replay.reports.markdown import markdown_cell, markdown_text
+from replay.reports.plain_table import PRINTED_LINES, Prerendered, plain_panel, plain_table_lines, shows_no_style
+
+REPORT_WIDTH = 160
+"""Terminal width assumed when the output is not a terminal (pipes, files, CI logs)."""
+
+
+def console_for(file: TextIO | None = None) -> Console:
+    """A console on `file` (default stdout): full width on a terminal, 160 columns and no colour elsewhere."""
+    out = file or sys.stdout
+    tty = out.isatty()
+    return Console(file=out, width=None if tty else REPORT_WIDTH, no_color=not tty, highlight=False,
+                   soft_wrap=True)
+
+
+@dataclass
+class FieldPanel:
+    """A titled box of `label: value` rows, a dim note under them and an optional block of text (one
+    disagreement of the adjudication report). Every string but the labels is data: it is shown through
+    `printable`. `rich()` is the rich panel; `print_panels` prints many of them."""
+
+    title: str
+    rows: list[tuple[str, str]]
+    """(label, value); labels are ours (rich markup), values are data."""
+    note: str
+    body: str | None
+    border_style: str
+
+    def rich(self) -> Panel:
+        fields = Table.grid(padding=(0, 1))
+        fields.add_column(style="bold", justify="right", no_wrap=True)
+        fields.add_column()
+        for label, value in self.rows:
+            fields.add_row(label, Text(printable(value)))
+        fields.add_row("", Text(printable(self.note), style="dim"))
+        body: list[RenderableType] = [fields]
+        if self.body:
+            body.append(Text(printable(self.body), style="cyan"))
+        return Panel(Group(*body), title=escape(printable(self.title)), title_align="left",
+                     border_style=self.border_style)
+
+    def plain(self, console: Console, labels: dict[str, str]) -> str | None:
+        """The characters rich prints for `rich()` on a console that shows no style (`plain_panel`), or
+        None when rich must lay it out. `labels`: the labels as rich renders them (a cache)."""
+        return plain_panel(console, printable(self.title), [(label, printable(value)) for label, value in self.rows],
+                           printable(self.note), printable(self.body) if self.body else None, labels)
+
+
+def print_panels(console: Console, panels: Sequence[FieldPanel]) -> None:
+    """Print the panels: on a console that shows no style (a pipe, a file), laid out by `FieldPanel.plain`;
+    else, or for a panel it does not cover, by rich."""
+    plain = shows_no_style(console)
+    labels: dict[str, str] = {}
+    for panel in panels:
+        text = panel.plain(console, labels) if plain else None
+        console.print(panel.rich() if text is None else Prerendered(text), soft_wrap=False)
+
+
+
+
+def print_table(console: Console, table: Table, *, soft_wrap: bool | None = None) -> None:
+    """`console.print(table, soft_wrap=soft_wrap)`, laid out by `plain_table` when the console shows no style
+    (a pipe, a file: the same characters, without rich's per-cell cost), else by rich. A plain table is
+    printed PRINTED_LINES lines at a time as it is laid out (the same characters: rich prints line by line)."""
+    lines = plain_table_lines(console, table, soft_wrap=soft_wrap)
+    if lines is None:
+        console.print(table, soft_wrap=soft_wrap)
+        return
+    chunk: list[str] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) >= PRINTED_LINES and line.endswith("\n"):
+            console.print(Prerendered("".join(chunk)), soft_wrap=soft_wrap)
+            chunk = []
+    if chunk:
+        console.print(Prerendered("".join(chunk)), soft_wrap=soft_wrap)
+
+
+@dataclass
+class TextTable:
+    """A table of plain strings that prints in the terminal and renders as a markdown table."""
+
+    title: str
+    columns: Sequence[str]
+    rows: list[list[str]] = field(default_factory=list)
+    right_from: int = 1
+    """Columns from this index on are right-aligned (numbers)."""
+
+    def rich(self) -> Table:
+        """The terminal table; every cell is data, shown through `printable`."""
+        table = Table(title=escape(printable(self.title)), title_justify="left", title_style="bold")
+        for i, name in enumerate(self.columns):
+            table.add_column(escape(printable(name)), justify="right" if i >= self.right_from else "left")
+        for row in self.rows:
+            table.add_row(*(Text(printable(c)) for c in row))
+        return table
+
+    def markdown(self) -> str:
+        """The markdown table; every cell is data, escaped by `markdown_cell`."""
+        head = "| " + " | ".join(markdown_cell(c) for c in self.columns) + " |"
+        rule = "|" + "|".join("---:" if i >= self.right_from else "---" for i in range(len(self.columns))) + "|"
+        body = ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in self.rows]
+        return "\n".join([f"**{markdown_text(self.title)}**", "", head, rule, *body])

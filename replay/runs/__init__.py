@@ -1,0 +1,1 @@
+"""Run folders: read back, written as a whole, their page versions stored, their replays receipted."""

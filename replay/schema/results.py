@@ -1,0 +1,206 @@
+"""Judge output: a claim's result, a claims file's results, a results file, and their compact forms."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, PrivateAttr
+
+from replay.schema.common import Verdict, _Open, held, restored
+
+# --------------------------------------------------------------------------- judge output
+
+
+class ClaimResult(_Open):
+    """One verdict, exactly the prompt's schema plus fields of ours."""
+
+    id: str
+    judge_verdict: Verdict | None = None
+    """None only when the judge gave no usable verdict (see `error`)."""
+    rule: str = ""
+    evidence_url: str = ""
+    evidence_quote: str = ""
+    reason: str = ""
+    quote_verified: bool | None = None
+    """Ours: the quote occurs (whitespace-normalised) in a page fetched from `evidence_url` in this
+    conversation. None when there is nothing to check (empty quote) ."""
+    error: str | None = None
+    """Ours: why this claim has no valid verdict (missing id, invalid verdict, unparseable answer...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRow:
+    """A `ClaimResult` as the commands that only read results (grade, diff, drift) hold every one of a run's: the
+    same fields under the same names, in a third of the memory (a pydantic model keeps a set and two dicts
+    per instance)."""
+
+    id: str
+    judge_verdict: Verdict | None
+    rule: str
+    evidence_url: str
+    evidence_quote: str
+    reason: str
+    quote_verified: bool | None
+    error: str | None
+    model_extra: dict[str, Any] | None
+    """The result's extra fields (a results file may carry the claim's `claim` and `claim_type`); None: none."""
+
+    @classmethod
+    def of(cls, result: ClaimResult) -> ResultRow:
+        """The row of a result; its claim id, rule, page URL, quote and reason held once however many runs and
+        verdicts hold them (`sys.intern`: many claims quote the same page line)."""
+        return cls(sys.intern(result.id), result.judge_verdict, sys.intern(result.rule), sys.intern(result.evidence_url),
+                   sys.intern(result.evidence_quote), sys.intern(result.reason), result.quote_verified, result.error,
+                   result.model_extra or None)
+
+
+class Usage(BaseModel):
+    """Tokens used by one conversation."""
+
+    input_tokens: int = 0
+    """Input tokens not read from or written to the prompt cache (the API's `input_tokens`)."""
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    """Of `cache_creation_input_tokens`, those written with the 1-hour lifetime (the response's
+    `usage.cache_creation.ephemeral_1h_input_tokens`; priced 2x input against 1.25x)."""
+
+    @property
+    def total_input(self) -> int:
+        """Every input token: uncached, written to the cache, read from it."""
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
+
+class ToolCall(BaseModel):
+    """One Learn tool call the judge made, in conversation order."""
+
+    tool: str
+    """`microsoft_docs_fetch` or `microsoft_docs_search`."""
+    arguments: dict[str, Any]
+    url: str | None = None
+    """For a fetch: the URL fetched."""
+    page_sha256: str | None = None
+    """For a fetch: sha256 of the returned page text; None when the page could not be retrieved."""
+    result_urls: list[str] = []
+    """For a search: the `contentUrl`s returned, in rank order."""
+    error: str | None = None
+    """The Learn error the judge was told about instead of a result, if the call failed."""
+
+
+class FileResult(_Open):
+    """The judge output for one claims file (the prompt's JSON plus fields of ours)."""
+
+    file: str
+    results: list[ClaimResult]
+    usage: Usage | None = None
+    """Ours: tokens used by the conversation."""
+    tool_calls: list[ToolCall] | None = None
+    """Ours: every Learn call of the conversation, in order."""
+    turns: int | None = None
+    """Ours: model turns taken."""
+    error: str | None = None
+    """Ours: why the conversation failed as a whole, if it did."""
+    warnings: list[str] | None = None
+    """Ours: what the judge's answer held that was ignored (unknown claim ids, repeated verdicts)."""
+    cost_usd: float | None = None
+    """Ours: USD the conversation was priced at when written, from `usage` and the price table
+    (`replay.core.cost`); None when the model had no price. Commands show the usage priced with the current
+    table (`core.cost.results_cost`), not this figure."""
+    batch: bool | None = None
+    """Ours: whether the conversation's model calls went through Message Batches (half price); None in a
+    file written before it was kept (then the run's `batch_ids` says)."""
+    _failed_on_answer: bool = PrivateAttr(default=False)
+
+    @property
+    def needs_recording_again(self) -> bool:
+        """The conversation failed, or left a claim without a verdict (what `--retry-failed` records again)."""
+        return bool(self.error) or any(r.judge_verdict is None for r in self.results)
+
+    @property
+    def failed_on_answer(self) -> bool:
+        """Not stored: the conversation just judged failed on a model answer (a refusal, a cut-off or
+        unreadable answer, the turn limit, claims left without a verdict: asking again may change it),
+        not on a service after one (Learn, the API, `--max-cost`)."""
+        return self._failed_on_answer or (self.error is None and self.needs_recording_again)
+
+
+class ResultsFile(_Open):
+    """A results file (`results.json` of a run, `judge-bakeoff-results-<prompt>.json`)."""
+
+    prompt: str | None = None
+    prompt_sha256: str | None = None
+    model: str | None = None
+    recorded_at: str | None = None
+    frozen: bool = False
+    """A frozen results file is never overwritten (nor its run re-recorded) unless forced."""
+    stand_ins: list[str] = []
+    """Which services were the local stand-ins (`learn`, `model`): test equipment, not the real thing."""
+    cost_usd: float | None = None
+    """USD the whole run was billed (the files' `cost_usd` summed; None when any is unknown)."""
+    files: list[FileResult]
+
+
+@dataclass(frozen=True, slots=True)
+class FileRows:
+    """A `FileResult`'s verdicts as `ResultRow`s, with the error of its conversation."""
+
+    file: str
+    error: str | None
+    results: tuple[ResultRow, ...]
+
+    @classmethod
+    def of(cls, result: FileResult) -> FileRows:
+        return cls(result.file, result.error, tuple(map(ResultRow.of, result.results)))
+
+
+@dataclass(frozen=True)
+class CompactResults:
+    """A results file as grade, diff and drift hold it: every verdict as a `ResultRow` (`files`), and the rest of the
+    file (`header`: the results file with no verdicts nor tool calls in its files: prompt, model, stand_ins,
+    frozen, each file's usage for its cost...)."""
+
+    header: ResultsFile
+    files: tuple[FileRows, ...]
+
+    @classmethod
+    def of(cls, results: ResultsFile) -> CompactResults:
+        return cls.joined(results, results.files)
+
+    @classmethod
+    def joined(cls, header: ResultsFile, files: Iterable[FileResult]) -> CompactResults:
+        """`header`'s fields with these files, each made compact as it comes (a caller that reads them one
+        at a time never holds them all)."""
+        kept, rows = [], []
+        for result in files:
+            kept.append(result.model_copy(update={"results": [], "tool_calls": None}))
+            rows.append(FileRows.of(result))
+        return cls(header.model_copy(update={"files": kept}), tuple(rows))
+
+
+class HeldFiles:
+    """The results of a run's claims files, in order, as the runner holds them until the run is written
+    and shown: each `held` (compressed JSON), made back into a `FileResult` when read, one at a time, so
+    that a 500-file run never holds its 5,000 verdicts as objects at once. Iterate it as often as needed."""
+
+    def __init__(self, results: Iterable[FileResult] = ()) -> None:
+        self._held: list[bytes | FileResult] = [held(r) for r in results]
+
+    @classmethod
+    def of_held(cls, kept: Iterable[bytes | FileResult]) -> HeldFiles:
+        """The results `held` made of each (in this order)."""
+        out = cls()
+        out._held = list(kept)
+        return out
+
+    def append(self, result: FileResult) -> None:
+        self._held.append(held(result))
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def __iter__(self) -> Iterator[FileResult]:
+        return (restored(kept, FileResult) for kept in self._held)

@@ -1,0 +1,173 @@
+"""Project settings from `[tool.judge-replay]` in the nearest pyproject.toml (CLI flags win over these)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from replay.core.prices import Price, price_table
+from replay.errors import InputError, UsageError
+from replay.files.inputs import read_text
+from replay.files.paths import display_path
+from replay.schema.manifest import endpoint_problem
+from replay.secrets.registry import remember_url
+
+
+def check_endpoint(url: str, flag: str) -> str:
+    """`url` as given when it is usable as an endpoint (`schema.manifest.endpoint_problem`), else a UsageError
+    naming the flag (`--learn-url`...). Its credentials are remembered as secrets first, so that not even
+    the message about a malformed one shows them."""
+    remember_url(url)
+    problem = endpoint_problem(url)
+    if problem:
+        raise UsageError(f"{flag}: {problem}")
+    return url
+
+
+SETTINGS: dict[str, str] = {
+    "gold": "a path string",
+    "baseline": "a path string",
+    "candidates": "a list of path strings",
+    "model": "a string",
+    "learn-url": "a string",
+    "anthropic-base-url": "a string",
+    "concurrency": "a whole number of at least 1",
+    "cassettes": "a path string",
+    "page-store": "a path string",
+    "prices": "a table",
+}
+"""Every setting `[tool.judge-replay]` may hold (dashes or underscores alike), and what its value must be.
+A new setting is added here, so that a misspelt one is an error rather than silently ignored."""
+
+
+def find_pyproject(start: Path | None = None) -> Path | None:
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _fits(kind: str, value: Any) -> bool:
+    if kind == "a list of path strings":
+        return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+    if kind == "a whole number of at least 1":
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    if kind == "a table":
+        return isinstance(value, dict)
+    return isinstance(value, str)
+
+
+def _value_problem(name: str, kind: str, value: Any) -> str | None:
+    """What is wrong with a value of the right kind (a path holding a NUL, an endpoint that is no
+    http(s) URL: `schema.manifest.endpoint_problem`), or None."""
+    if name in ("learn-url", "anthropic-base-url"):
+        remember_url(value)  # its credentials are secrets: not even this message shows them
+        return endpoint_problem(value)
+    if kind in ("a path string", "a list of path strings"):
+        if any("\x00" in v for v in ([value] if isinstance(value, str) else value)):
+            return "holds a NUL character (\\x00), which no path can hold"
+    return None
+
+
+def _validated(path: Path, table: Any) -> dict[str, Any]:
+    """The settings table with its keys in dashed form, every value checked against `SETTINGS`."""
+    if not isinstance(table, dict):
+        raise InputError(path, "[tool.judge-replay] must be a table")
+    settings: dict[str, Any] = {}
+    for key, value in table.items():
+        name = key.replace("_", "-")
+        if name not in SETTINGS:
+            raise InputError(path, f"[tool.judge-replay] has an unknown setting {key!r}; known: {', '.join(SETTINGS)}")
+        if name in settings:
+            raise InputError(path, f"[tool.judge-replay] sets {name!r} twice (with a dash and an underscore)")
+        if not _fits(SETTINGS[name], value):
+            shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+            if name.endswith("-url"):  # may carry credentials: its type, never its text
+                shown = f"a {type(value).__name__}"
+            raise InputError(path, f"[tool.judge-replay] {key} must be {SETTINGS[name]}, not {shown}")
+        problem = _value_problem(name, SETTINGS[name], value)
+        if problem:
+            raise InputError(path, f"[tool.judge-replay] {key}: {problem}")
+        if name == "prices":
+            try:
+                price_table(value)
+            except ValueError as exc:
+                raise InputError(path, f"[tool.judge-replay] {exc}") from exc
+        settings[name] = value
+    return settings
+
+
+def load_settings(start: Path | None = None) -> tuple[dict[str, Any], Path | None]:
+    """(settings with dashed keys, the folder relative paths in them are resolved against). A malformed
+    pyproject.toml or a setting of the wrong kind is an InputError naming the file."""
+    found = find_pyproject(start)
+    if found is None:
+        return {}, None
+    path = Path(display_path(found))
+    try:
+        data = tomllib.loads(read_text(path))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(path, f"not valid TOML: {exc}") from exc
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise InputError(path, "[tool] must be a table")
+    return _validated(path, tool.get("judge-replay", {})), found.parent
+
+
+def _registered(name: str) -> str:
+    """The dashed name of a setting our code reads; one missing from `SETTINGS` is a bug of ours (its
+    value in a pyproject.toml would be refused as unknown)."""
+    dashed = name.replace("_", "-")
+    if dashed not in SETTINGS:
+        raise LookupError(f"setting {name!r} is read but not declared in replay.settings.SETTINGS")
+    return dashed
+
+
+def setting(name: str, flag_value: Any, default: Any = None, start: Path | None = None) -> Any:
+    """The flag's value if given, else the project setting (validated, not resolved), else the default."""
+    key = _registered(name)
+    if flag_value not in (None, (), []):
+        return flag_value
+    settings, _ = load_settings(start)
+    return settings.get(key, default)
+
+
+def setting_path(name: str, flag_value: str | Path | None) -> Path | None:
+    """A path setting: the flag as given (relative to the working folder), else the project setting
+    resolved against the folder of its pyproject.toml, else None."""
+    key = _registered(name)
+    if flag_value not in (None, ""):
+        return Path(flag_value)
+    settings, root = load_settings()
+    value = settings.get(key)
+    if value in (None, ""):
+        return None
+    return (root or Path.cwd()) / str(value)
+
+
+def setting_paths(name: str, flag_values: tuple[str, ...] | list[str]) -> list[Path]:
+    """A list-of-paths setting, resolved as `setting_path` does (the flags replace the setting)."""
+    key = _registered(name)
+    if flag_values:
+        return [Path(v) for v in flag_values]
+    settings, root = load_settings()
+    value = settings.get(key) or []
+    if isinstance(value, str):
+        value = [value]
+    return [(root or Path.cwd()) / str(v) for v in value]
+
+
+def project_root() -> Path:
+    """The folder of the nearest pyproject.toml, else the working folder."""
+    found = find_pyproject()
+    return found.parent if found else Path.cwd()
+
+
+def project_prices(start: Path | None = None) -> dict[str, Price]:
+    """The price table: the bundled one with `[tool.judge-replay.prices]` applied (checked when loaded: a
+    bad entry is an InputError naming the pyproject.toml)."""
+    settings, _ = load_settings(start)
+    return price_table(settings.get("prices"))
