@@ -1,10 +1,9 @@
-import sys
-from pathlib import Path
+"""Fixtures every test folder shares. Tests import their shared builders as `factories` and their paths
+from `locations` (pyproject.toml puts `tests/` on the path)."""
 
 import pytest
 
-# tests import their shared builders as `factories`
-sys.path.insert(0, str(Path(__file__).parent))
+from locations import REPO
 
 
 @pytest.fixture
@@ -21,7 +20,7 @@ def demo_learn():
     """The Learn stand-in over the demo's 2026-06 page snapshot."""
     from replay.sim import start_learn
 
-    with start_learn(Path(__file__).resolve().parents[1] / "demo" / "pages" / "2026-06") as handle:
+    with start_learn(REPO / "demo" / "pages" / "2026-06") as handle:
         yield handle
 
 

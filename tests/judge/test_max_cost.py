@@ -1,0 +1,159 @@
+"""`judge --max-cost` end to end against the stand-ins, and every run's cost in run.json and results.json."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay.runs.writer import journal_path
+from factories import judge_demo
+from replay.cli.main import main
+from replay.core.commands import rerecord_command, retry_failed_command
+from replay.core.cost import TokenUsage, cost_usd
+from replay.runs.folder import Run
+from replay.sim import start_model
+from replay.sim.batches import BatchSettings
+from locations import REPO
+
+CLAIMS = REPO / "demo" / "claims"
+MAX_COST_REACHED = "max_cost_reached"
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    return tmp_path
+
+
+def usage_cost(run: Path, *, batch: bool = False) -> float:
+    """The run's cost worked out here from the usage in its results.json (not from its cost_usd fields)."""
+    results = json.loads((run / "results.json").read_text("utf-8"))
+    total = 0.0
+    for f in results["files"]:
+        u = f.get("usage") or {}
+        tokens = TokenUsage(u.get("input_tokens", 0), u.get("output_tokens", 0), u.get("cache_creation_input_tokens", 0),
+                            u.get("cache_read_input_tokens", 0), u.get("cache_write_1h_tokens", 0))
+        total += cost_usd(results["model"], tokens, batch=batch) or 0.0
+    return total
+
+
+def test_a_run_carries_its_cost_per_file_and_in_total(workdir: Path, demo_learn: Any, capsys: Any) -> None:
+    with start_model() as model:
+        assert judge_demo(demo_learn, model, "direct") == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    results = json.loads((workdir / "direct" / "results.json").read_text("utf-8"))
+    manifest = json.loads((workdir / "direct" / "run.json").read_text("utf-8"))
+    expected = usage_cost(workdir / "direct")
+    assert expected > 0
+    assert results["cost_usd"] == pytest.approx(expected, abs=1e-5) == manifest["cost_usd"]
+    assert sum(f["cost_usd"] for f in results["files"]) == pytest.approx(expected, abs=1e-5)
+    assert [e["cost_usd"] for e in manifest["claims"]] == [f["cost_usd"] for f in results["files"]]
+    assert f"cost: ${expected:,.4f} (priced from the stand-in's token counts)" in out
+    # `cassettes list` shows it too, and prices a run recorded before costs were kept from its usage
+    assert main(["cassettes", "list", ".", "--json"]) == 0
+    assert [(r["run"], r["cost_usd"]) for r in json.loads(capsys.readouterr().out)] == [("direct", manifest["cost_usd"])]
+    del manifest["cost_usd"]
+    (workdir / "direct" / "run.json").write_text(json.dumps(manifest))
+    assert main(["cassettes", "list", "."]) == 0
+    assert f"${expected:,.4f}" in capsys.readouterr().out
+
+
+def test_max_cost_stops_before_the_call_that_could_pass_it_and_keeps_what_was_judged(
+        workdir: Path, demo_learn: Any, capsys: Any) -> None:
+    with start_model() as model:
+        # one conversation at a time: which call is refused does not depend on thread timing
+        assert judge_demo(demo_learn, model, "capped", "--max-cost", "0.2", "--concurrency", "1") == 1
+        err = capsys.readouterr().err
+        results = json.loads((workdir / "capped" / "results.json").read_text("utf-8"))
+        stopped = [f for f in results["files"] if f["error"]]
+        judged = [f for f in results["files"] if not f["error"]]
+        assert judged and stopped  # some files finished within the limit, the others were stopped
+        assert all(MAX_COST_REACHED in f["error"] and "--max-cost $0.2000 reached" in f["error"] for f in stopped)
+        assert "--max-cost $0.2000 reached" in err and "--retry-failed" in err
+        assert "--retry-failed --max-cost 0.2" in err  # the printed command keeps the run's choices
+        assert usage_cost(workdir / "capped") <= 0.2
+        assert results["cost_usd"] == pytest.approx(usage_cost(workdir / "capped"), abs=1e-5)
+
+        # the stopped run replays as recorded (the refusal is in the cassette), and nothing judged is lost:
+        # --retry-failed records only the stopped files
+        assert main(["cassettes", "verify", "capped"]) == 0, capsys.readouterr().out
+        requests_before = len(model.requests)
+        assert judge_demo(demo_learn, model, "capped", "--retry-failed", "--max-cost", "5") == 0, capsys.readouterr().err
+    after = json.loads((workdir / "capped" / "results.json").read_text("utf-8"))
+    assert not [f for f in after["files"] if f["error"]]
+    assert {f["file"]: f for f in after["files"] if f["file"] in {j["file"] for j in judged}} == {
+        f["file"]: f for f in judged}
+    assert len(model.requests) > requests_before
+
+
+def test_max_cost_in_batch_mode_stops_before_a_batch_and_resume_pays_for_nothing_twice(
+        workdir: Path, demo_learn: Any, capsys: Any) -> None:
+    with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.05)) as model:
+        # the first round (5 requests, estimated at $0.2528 at batch prices) fits, the second (larger) does not
+        assert judge_demo(demo_learn, model, "batch", "--batch", "--max-cost", "0.26") == 1
+        err = capsys.readouterr().err
+        assert "--max-cost $0.2600 reached: a batch of" in err and "every conversation failed" in err
+        first = list(model.app.batches.log)
+        assert len({s.batch_id for s in first}) == 1  # one batch submitted, the next one never was
+        assert not (workdir / "batch" / "run.json").exists()
+        assert journal_path(workdir / "batch").is_file()  # the submitted batch is kept for --resume
+
+        # the command printed to try again continues from that batch (raise the limit to go further)
+        printed = shlex.split(err.split("to try again: ", 1)[1].splitlines()[0])
+        assert printed[:2] == ["judge-replay", "judge"]
+        assert "--batch --resume --max-cost 0.26" in shlex.join(printed)
+        at = printed.index("--max-cost")
+        assert main([*printed[1:at], "--max-cost", "5", *printed[at + 2:], "--no-progress"]) == 0, \
+            capsys.readouterr().err
+        log = list(model.app.batches.log)
+    submitted = Counter((s.custom_id, s.params_sha256) for s in log)
+    assert [entry for entry, n in submitted.items() if n > 1] == []
+    assert len(log) > len(first)
+    manifest = Run(workdir / "batch").manifest
+    assert manifest.batch_ids and manifest.batch_ids[0] == first[0].batch_id
+    # commands printed later from the run (bakeoff's retry, drift's re-record) keep how it was paid for
+    assert manifest.max_cost_usd == 5 and manifest.cache is True
+    assert "--retry-failed --batch --max-cost 5" in retry_failed_command(manifest, "batch")
+    assert rerecord_command(manifest.model_copy(update={"cache": False}), ["c.json"], "again").endswith(
+        "--batch --no-cache --max-cost 5")
+    assert manifest.cost_usd == pytest.approx(usage_cost(workdir / "batch", batch=True), abs=1e-5)
+
+
+def test_a_retry_in_batch_mode_prices_each_file_as_it_was_billed(workdir: Path, demo_learn: Any, capsys: Any) -> None:
+    with start_model(batch_settings=BatchSettings(delay=0.05)) as model:
+        assert judge_demo(demo_learn, model, "mixed", "--max-cost", "0.2", "--concurrency", "1") == 1
+        err = capsys.readouterr().err
+        retry = shlex.split(err.split("To record just those again:\n", 1)[1].splitlines()[0].strip())
+        assert "--batch" not in retry  # the run called the model directly
+        assert judge_demo(demo_learn, model, "mixed", "--retry-failed", "--batch") == 0, capsys.readouterr().err
+    results = json.loads((workdir / "mixed" / "results.json").read_text("utf-8"))
+    by_batch = Counter(f["batch"] for f in results["files"])
+    assert by_batch[True] and by_batch[False]  # kept files were direct calls, the retried ones batch entries
+    for f in results["files"]:
+        u = f["usage"]
+        tokens = TokenUsage(u.get("input_tokens", 0), u.get("output_tokens", 0), u.get("cache_creation_input_tokens", 0),
+                            u.get("cache_read_input_tokens", 0), u.get("cache_write_1h_tokens", 0))
+        assert f["cost_usd"] == pytest.approx(cost_usd(results["model"], tokens, batch=f["batch"]), abs=1e-6)
+    manifest = Run(workdir / "mixed").manifest
+    assert manifest.batch_ids and manifest.cost_usd == pytest.approx(sum(f["cost_usd"] for f in results["files"]))
+    # a replay prices each file as the recording was billed
+    assert main(["judge", "--mode", "replay", "--run", "mixed", "--no-progress", "--out", "replayed.json"]) == 0
+    replayed = json.loads((workdir / "replayed.json").read_text("utf-8"))
+    assert replayed["cost_usd"] == pytest.approx(results["cost_usd"], abs=1e-6)
+
+
+def test_max_cost_refuses_bad_amounts_and_models_without_a_price(workdir: Path, capsys: Any) -> None:
+    args = ["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--run", "r", "--mode", "record"]
+    assert main([*args, "--max-cost", "0"]) == 2
+    assert "positive USD amount" in capsys.readouterr().err
+    assert main([*args, "--max-cost", "1", "--model", "my-own-model"]) == 2
+    err = capsys.readouterr().err
+    assert "'my-own-model'" in err and "[tool.judge-replay.prices]" in err and "Traceback" not in err
+    assert main(["judge", "--mode", "replay", "--run", "r", "--max-cost", "1"]) == 2
+    assert "replay calls nothing" in capsys.readouterr().err
