@@ -175,7 +175,7 @@ def test_evidence_path_same_prompt_same_pages_different_reads(tmp_path):
 
 def test_a_search_that_returned_other_pages_is_a_change_of_learn_not_of_the_evidence_path(tmp_path):
     """The same query, other results (Learn's index changed: a new page ranks first): the pages available
-    differ, so SPEC's evidence_path (same pages available) does not apply; Learn changed: `page`."""
+    differ, so the evidence_path cause (the same pages available) does not apply; Learn changed: `page`."""
     other = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
     claim = {"id": "q-1", "claim": "gpt-4.1 Global Standard quota is 5 million TPM.", "claim_type": "tpm",
              "evidence_url": None}
@@ -318,7 +318,7 @@ def test_a_crossed_run_with_a_third_verdict_singles_out_neither_input(tmp_path):
 
 def test_a_page_changed_only_where_no_verdict_rests_is_not_what_moved_it(tmp_path):
     # the models page changed between the runs, but each run's quote occurs in both versions: the page
-    # content the verdicts rest on did not change (SPEC: `page` is that content changing). With the same
+    # content the verdicts rest on did not change (`page` is that content changing). With the same
     # prompt it is not `page` but unknown (noise, or the change elsewhere); a repeat that flips makes it
     # model noise; with the prompt changed, it is the prompt
     before, after = learn_page("before", "azure-openai-models.md"), learn_page("after", "azure-openai-models.md")
