@@ -3,7 +3,7 @@ the terminal summary listing every verdict snapshot mismatch in full."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -33,25 +33,35 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     import replay.snapshots.extension  # noqa: F401
     from replay.snapshots.session import begin_session
 
-    begin_session()
+    begin_session(session.config)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[None, None, None]:
     """An interrupted session deletes no snapshot: a run whose test was stopped before its assertion is not
     unused. A wrapper, so that this runs before syrupy's own `pytest_sessionfinish` (which deletes unused
-    snapshots on an update) whatever order the two plugins' `tryfirst` hooks are called in."""
-    if exitstatus == pytest.ExitCode.INTERRUPTED:
-        from replay.snapshots.session import keep_every_snapshot
+    snapshots on an update) whatever order the two plugins' `tryfirst` hooks are called in; and before a
+    pytest-xdist worker's, which sends the controller what the worker hands it."""
+    from replay.snapshots.session import hand_to_controller, keep_every_snapshot
 
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
         keep_every_snapshot(session.config)
+    hand_to_controller(session.config)
     return (yield)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """A pytest-xdist worker finished: its mismatches join the controller's summary."""
+    from replay.snapshots.session import take_from_worker
+
+    take_from_worker(node.config, getattr(node, "workeroutput", None))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     from replay.snapshots.session import end_session
 
-    end_session()
+    end_session(config)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
@@ -59,12 +69,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     after 8 lines, and a re-recorded run can flip dozens of verdicts (syrupy reports its own this way)."""
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller prints the summary
         return
-    from replay.snapshots.session import session_mismatches
+    from replay.snapshots.session import session_records
 
     if exitstatus == pytest.ExitCode.INTERRUPTED:  # syrupy then says unused detection is disabled: why
         terminalreporter.write_line("judge-replay: the session was interrupted, so no snapshot is deleted or reported "
                                     "as unused (the --snapshot-disable-unused syrupy names is set for that, not by you)")
-    mismatches = session_mismatches()
+    mismatches = session_records(config).mismatches
     if not mismatches:
         return
     terminalreporter.write_sep("-", "verdict snapshots that differ (judge-replay)")

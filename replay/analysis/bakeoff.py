@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from replay.analysis.adjudication import adjudicate, run_claims
 from replay.analysis.bakeoff_results import Warn, _plan_writes, _results_to_write, _write_results
@@ -29,10 +29,12 @@ from replay.runs.stand_in_notes import stand_in_notes
 from replay.runs.writer import journal_path
 from replay.schema.claims import AnyClaim
 from replay.schema.common import Verdict
-from replay.schema.flips import FlipReport
 from replay.schema.gold import GoldSet
 from replay.schema.results import ClaimResult, ResultsFile
 from replay.schema.scores import GateDecision, Scores
+
+if TYPE_CHECKING:  # the flip records are made only by a bake-off's flip analysis: `grade` imports this module
+    from replay.schema.flips import FlipReport
 
 # --------------------------------------------------------------------------- replay
 

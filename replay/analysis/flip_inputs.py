@@ -6,7 +6,6 @@ import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from replay.core.flips.inputs import Conversation, Key, PageRead, RunInput, SearchMade
 from replay.core.flips.repeats import ROLES, controlled_role, flipped_keys
@@ -17,7 +16,7 @@ from replay.learn.wire import FETCH_TOOL, SEARCH_TOOL, search_result_urls
 from replay.prompts import BUNDLED, load_prompt
 from replay.runs.folder import Run, find_runs
 from replay.schema.claims import AnyClaim, Claim, ClaimRow, ClaimsBatch
-from replay.schema.flips import FlipReport
+from replay.schema.flips import ControlledRun, FlipReport
 from replay.schema.gold import GoldSet
 from replay.schema.pages import PageVersion
 from replay.schema.results import ResultRow
@@ -184,12 +183,13 @@ def skipped_note(skipped: Sequence[str]) -> str | None:
             f"{shown}{more}")
 
 
-def _given_role(x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key]) -> dict[str, Any]:
+def _given_role(x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key]) -> ControlledRun:
     """What a run the user named with `--with` does for the comparison (it is used even when nothing)."""
-    return controlled_role(x, a, b, keys) or {
-        "run": x.name, "path": x.label, "role": None, "claims": {}, "stand_ins": list(x.stand_ins),
-        "why": f"{x.name}: holds neither side fixed for a flipped claim (its prompt or its pages differ from both)",
-    }
+    return controlled_role(x, a, b, keys, "given") or ControlledRun(
+        run=x.name, path=x.label, stand_ins=list(x.stand_ins), role=None, claims={},
+        why=f"{x.name}: holds neither side fixed for a flipped claim (its prompt or its pages differ from both)",
+        found="given",
+    )
 
 
 def explain_flips(
@@ -209,8 +209,8 @@ def explain_flips(
     b = run_input(run_b, claims, same=a)
     keys = flipped_keys(a, b)
     given = [run_input(run, claims) for run in extra_runs]
-    found: list[tuple[int, str, RunInput, dict[str, Any]]] = []
-    not_used: list[dict[str, Any]] = []
+    found: list[tuple[int, str, RunInput, ControlledRun]] = []
+    not_used: list[ControlledRun] = []
     siblings, skipped = discover_runs(run_a, run_b, extra_runs) if discover else ([], [])
     for run in siblings:
         try:
@@ -218,15 +218,15 @@ def explain_flips(
         except (ReplayError, OSError) as exc:  # a broken folder beside the runs is not what was asked about
             skipped.append(_unreadable(run, exc))
             continue
-        role = controlled_role(x, a, b, keys)
-        if role is not None and role["role"] is not None:
-            found.append((ROLES.index(role["role"]), x.name, x, role))
+        role = controlled_role(x, a, b, keys, "sibling folder")
+        if role is not None and role.role is not None:
+            found.append((ROLES.index(role.role), x.name, x, role))
         elif role is not None:  # it would have held a side fixed but for its model: say why it was left out
-            not_used.append({**role, "found": "sibling folder"})
+            not_used.append(role)
     found.sort(key=lambda item: item[:2])
     report = flip_report(a, b, labels, [*given, *(x for _, _, x, _ in found)], text_only=text_only)
-    report.controlled_runs = [{**_given_role(x, a, b, keys), "found": "given"} for x in given]
-    report.controlled_runs += [{**role, "found": "sibling folder"} for *_, role in found]
+    report.controlled_runs = [_given_role(x, a, b, keys) for x in given]
+    report.controlled_runs += [role for *_, role in found]
     report.controlled_runs += not_used
     parent = confirm_parent if confirm_parent is not None else str(run_b.path.parent)
     report.confirm_commands = confirm_commands(a, b, report, parent)

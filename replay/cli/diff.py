@@ -71,7 +71,7 @@ def command(run_a: str, run_b: str, gold_path: str | None, fmt: str, out: str | 
     report = explain_flips(a, b, labels, extras, discover=discover, claims=batches, confirm_parent=new_runs_folder(b),
                            text_only=fmt == "text")
     report.run_a, report.run_b = run_a, run_b
-    report.notes = stand_in_notes([a, b, *(Run(c["path"]) for c in report.controlled_runs)]) + report.notes
+    report.notes = stand_in_notes([a, b, *(Run(c.path) for c in report.controlled_runs)]) + report.notes
     if not confirm and fmt != "json":
         report.confirm_commands = []
     if fmt == "text" and out is None:

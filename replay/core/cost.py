@@ -1,14 +1,12 @@
-"""What a run cost: the bundled Claude price table (dated, overridable) and USD from recorded usage (pure).
-
-Prices are USD per million tokens, read 2026-11 from Anthropic's platform pricing page
-(platform.claude.com/docs/en/about-claude/pricing) and each model's overview page. The Message Batches
-API halves every price (input, output, cache writes and reads: the discounts stack). A model that is not
-in the table has no price: its cost is `None`, shown as "unknown", never 0.
+"""What a run cost: USD from recorded usage with the price table (`replay.core.prices`; pure).
 
 Usage classes, as the API reports them: `input_tokens` is the uncached rest of the input;
 `cache_creation_input_tokens` were written to the cache (at the 5-minute or 1-hour write price; a
 response's `usage.cache_creation` splits them, otherwise they count as 5-minute writes);
-`cache_read_input_tokens` were read from it.
+`cache_read_input_tokens` were read from it. A request whose prompt is over a model's price step (Claude Haiku
+5.5: 100,000 tokens) pays the step's prices for all of it, output included; `usage.inference_geo == "us"`
+multiplies everything by the model's US-only multiplier; the Message Batches API halves everything. The three
+stack. A model that is not in the table has no price: its cost is `None`, shown as "unknown", never 0.
 """
 
 from __future__ import annotations
@@ -17,9 +15,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from replay.core.prices import BATCH_DISCOUNT, PRICES, Price, price_for
+from replay.core.prices import BATCH_DISCOUNT, PRICES, Price, Rates, price_for
 from replay.schema.manifest import RunManifest
-from replay.schema.results import FileResult, ResultsFile, Usage
+from replay.schema.results import LONG_PROMPT_TOKENS, FileResult, ResultsFile, Tokens, Usage
 
 
 @dataclass(frozen=True)
@@ -32,6 +30,26 @@ class TokenUsage:
     cache_read_input_tokens: int = 0
     cache_write_1h_tokens: int = 0
     """Of `cache_creation_input_tokens`, those written with the 1-hour lifetime."""
+    inference_geo: str | None = None
+    """Where inference ran (`"us"`: US-only, priced higher); None: not reported."""
+    long_prompts: tuple[TokenUsage, ...] = ()
+    """Of these tokens, those of each request whose prompt was over `LONG_PROMPT_TOKENS`, one entry a request
+    (what a price step needs: such a request is priced on its own)."""
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
+    @classmethod
+    def one_request(cls, input_tokens: int = 0, output_tokens: int = 0, cache_creation_input_tokens: int = 0,
+                    cache_read_input_tokens: int = 0, cache_write_1h_tokens: int = 0,
+                    inference_geo: str | None = None) -> TokenUsage:
+        """The tokens of a single request (kept apart as a long prompt when its prompt is one)."""
+        request = cls(input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens,
+                      cache_write_1h_tokens)
+        long = (request,) if request.prompt_tokens > LONG_PROMPT_TOKENS else ()
+        return cls(input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens,
+                   cache_write_1h_tokens, inference_geo, long)
 
 
 def cost_usd(model: str, usage: TokenUsage, *, batch: bool = False,
@@ -41,15 +59,35 @@ def cost_usd(model: str, usage: TokenUsage, *, batch: bool = False,
     price = price_for(model, prices)
     if price is None:
         return None
-    write_1h = min(usage.cache_write_1h_tokens, usage.cache_creation_input_tokens)
-    write_5m = usage.cache_creation_input_tokens - write_1h
+    step = price.long_prompt
+    stepped = [r for r in usage.long_prompts if r.prompt_tokens > step.over_tokens] if step else []
     try:
-        total = (usage.input_tokens * price.input + usage.output_tokens * price.output
-                 + write_5m * price.cache_write_5m + write_1h * price.cache_write_1h
-                 + usage.cache_read_input_tokens * price.cache_read) / 1_000_000
+        total = _usd(_less(usage, stepped) if stepped else usage, price.rates)
+        if step:
+            total += sum(_usd(request, step.rates) for request in stepped)
     except OverflowError:  # a token count too large for a float
         return None
-    return round(total * (BATCH_DISCOUNT if batch else 1.0), 6) if math.isfinite(total) else None
+    total *= (price.us_only if usage.inference_geo == "us" else 1.0) * (BATCH_DISCOUNT if batch else 1.0)
+    return round(total, 6) if math.isfinite(total) else None
+
+
+def _usd(usage: TokenUsage, rates: Rates) -> float:
+    """USD of these tokens at these rates (no multiplier)."""
+    write_1h = min(usage.cache_write_1h_tokens, usage.cache_creation_input_tokens)
+    write_5m = usage.cache_creation_input_tokens - write_1h
+    return (usage.input_tokens * rates.input + usage.output_tokens * rates.output
+            + write_5m * rates.cache_write_5m + write_1h * rates.cache_write_1h
+            + usage.cache_read_input_tokens * rates.cache_read) / 1_000_000
+
+
+def _less(usage: TokenUsage, requests: Sequence[TokenUsage]) -> TokenUsage:
+    """`usage` without `requests`' tokens (none below 0: a record whose parts exceed its sums is not ours)."""
+    def rest(name: str) -> int:
+        left: int = getattr(usage, name) - sum(getattr(r, name) for r in requests)
+        return max(0, left)
+
+    return TokenUsage(rest("input_tokens"), rest("output_tokens"), rest("cache_creation_input_tokens"),
+                      rest("cache_read_input_tokens"), rest("cache_write_1h_tokens"))
 
 
 def format_usd(value: float | None) -> str:
@@ -66,8 +104,13 @@ def tokens_of(usage: Usage | None) -> TokenUsage:
     """A record's usage as the token classes priced here (no usage: nothing billed)."""
     if usage is None:
         return TokenUsage()
-    return TokenUsage(usage.input_tokens, usage.output_tokens, usage.cache_creation_input_tokens,
-                      usage.cache_read_input_tokens, usage.cache_write_1h_tokens)
+    return TokenUsage(*_counts(usage), inference_geo=usage.inference_geo,
+                      long_prompts=tuple(TokenUsage(*_counts(r)) for r in usage.long_prompts or ()))
+
+
+def _counts(tokens: Tokens) -> tuple[int, int, int, int, int]:
+    return (tokens.input_tokens, tokens.output_tokens, tokens.cache_creation_input_tokens,
+            tokens.cache_read_input_tokens, tokens.cache_write_1h_tokens)
 
 
 def total_usd(values: Iterable[float | None]) -> float | None:

@@ -149,7 +149,7 @@ def _converse(
             stand_ins.add("model")
         data = _message_data(raw.http_response.content, shown_model_url or str(client.base_url))
         convo.turns += 1
-        _add_usage(convo.usage, data.get("usage"))
+        convo.usage.add(data.get("usage"))
         content: list[dict[str, Any]] = [b for b in data.get("content") or [] if isinstance(b, dict)]
         uses = [b for b in content if b.get("type") == "tool_use"]
         stop = data.get("stop_reason")
@@ -194,20 +194,6 @@ def _message_data(body: bytes, endpoint: str) -> dict[str, Any]:
         raise _MalformedReply(f"malformed reply from {endpoint}: not a message (content must be a list of "
                               "blocks, usage an object, stop_reason a string)")
     return data
-
-
-def _add_usage(usage: Usage, reported: Any) -> None:
-    """Add one response's usage as the API reports it (input, output, cache writes, cache reads)."""
-    if not isinstance(reported, dict):
-        return
-    for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
-        value = reported.get(name)
-        if isinstance(value, int):
-            setattr(usage, name, getattr(usage, name) + value)
-    creation = reported.get("cache_creation")  # the split of the cache writes by lifetime (priced apart)
-    written_1h = creation.get("ephemeral_1h_input_tokens") if isinstance(creation, dict) else None
-    if isinstance(written_1h, int):
-        usage.cache_write_1h_tokens += written_1h
 
 
 def _run_tool(block: dict[str, Any], learn: LearnClient, convo: _Conversation) -> dict[str, Any]:

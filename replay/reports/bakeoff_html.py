@@ -155,8 +155,8 @@ def _flips_section(n: int, g: GateReport) -> str:
     out = [f'<section id="flips-{n}"><h2>Verdict flips {_e(g.baseline.prompt)} → {_e(g.candidate.prompt)} '
            f"<small>({len(g.flips)})</small></h2>"]
     out.append(f'<table class="scores flips"><tr>{head}</tr>{rows}</table>' if g.flips else "<p>No verdict moved.</p>")
-    prompt = g.flip_report.prompt if g.flip_report else {}
-    if prompt.get("changed"):
+    prompt = g.flip_report.prompt if g.flip_report else None
+    if prompt is not None and prompt.changed:
         out.append(f'<details id="{prefix}prompt"><summary>what differs between the prompts</summary>'
                    f'<ul class="tight">{"".join(f"<li>{i}</li>" for i in prompt_items(prompt))}</ul></details>')
     if articles:

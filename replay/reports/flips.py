@@ -1,4 +1,4 @@
-"""Renders a FlipReport for people: rich text, markdown (PR comment), JSON (SPEC shape), one HTML page."""
+"""Renders a FlipReport for people: rich text, and JSON (`diff --format json`); markdown and HTML have their own."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from replay.core.display import printable
 from replay.core.flips.causes import shown_verdict
 from replay.files.json_text import model_json_pieces
 from replay.reports.plain_table import PRINTED_LINES, LinePrinter
+from replay.schema.flip_evidence import RunTexts, Side
 from replay.schema.flips import Flip, FlipReport
 
 CAUSE_ORDER = ("prompt", "page", "prompt+page", "evidence_path", "model", "unknown")
@@ -23,6 +24,16 @@ CAUSE_TITLES = {
     "model": "the model moved it (same inputs)",
     "unknown": "not enough recorded to tell",
 }
+
+
+SIDES: tuple[Side, Side] = ("a", "b")
+
+
+def of_side(texts: RunTexts | None, side: Side) -> str:
+    """Run A's or run B's text of a verdict's (empty when the evidence has none)."""
+    if texts is None:
+        return ""
+    return texts.a if side == "a" else texts.b
 
 
 def by_cause(report: FlipReport) -> list[tuple[str, list[Flip]]]:
@@ -47,18 +58,15 @@ def _counts_line(report: FlipReport) -> str:
 
 def _prompt_line(report: FlipReport) -> str:
     p = report.prompt
-    if not p:
-        return ""
-    a, b = p.get("a", {}), p.get("b", {})
-    head = f"prompt {a.get('name')} ({(a.get('sha256') or '?')[:8]}) → {b.get('name')} ({(b.get('sha256') or '?')[:8]})"
-    if p.get("changed") is False:
+    head = f"prompt {p.a.name} ({(p.a.sha256 or '?')[:8]}) → {p.b.name} ({(p.b.sha256 or '?')[:8]})"
+    if p.changed is False:
         return head + ": unchanged"
     bits = []
-    if p.get("rules_added"):
-        bits.append("+rules " + ", ".join(p["rules_added"]))
-    if p.get("rules_removed"):
-        bits.append("-rules " + ", ".join(p["rules_removed"]))
-    n = len(p.get("sections_added", [])) + len(p.get("sections_removed", [])) + len(p.get("sections_changed", []))
+    if p.rules_added:
+        bits.append("+rules " + ", ".join(p.rules_added))
+    if p.rules_removed:
+        bits.append("-rules " + ", ".join(p.rules_removed))
+    n = len(p.sections_added) + len(p.sections_removed) + len(p.sections_changed)
     if n:
         bits.append(f"{n} sections differ")
     return head + (": " + "; ".join(bits) if bits else "")
@@ -76,8 +84,8 @@ def _controlled_lines(report: FlipReport) -> list[str]:
     """Which other runs the causes rest on, and why each was used (one line each)."""
     out = []
     for c in report.controlled_runs:
-        found = "given with --with" if c.get("found") == "given" else "found as a sibling folder"
-        out.append(f"{c.get('why')} [{found}: {c.get('path')}]")
+        found = "given with --with" if c.found == "given" else "found as a sibling folder"
+        out.append(f"{c.why} [{found}: {c.path}]")
     return out
 
 
@@ -128,11 +136,11 @@ def write_text(report: FlipReport, write: Callable[[str], object], *, color: boo
         lines.print(f"[bold]held despite a page change[/] ({len(report.held_despite_page_change)})")
         elsewhere: dict[str, int] = {}
         for h in report.held_despite_page_change:
-            if h["where"] == "page changed elsewhere":  # listed one by one only when the change came near the claim
-                elsewhere[h["url"]] = elsewhere.get(h["url"], 0) + 1
+            if h.where == "page changed elsewhere":  # listed one by one only when the change came near the claim
+                elsewhere[h.url] = elsewhere.get(h.url, 0) + 1
                 continue
-            lines.print(f"  {_t(h['file'])} {_t(h['id'])}  {h['verdict']}  "
-                          f"({_t(h['url'])}: {_t(h['where'])})", soft_wrap=True)
+            lines.print(f"  {_t(h.file)} {_t(h.id)}  {h.verdict}  "
+                          f"({_t(h.url)}: {_t(h.where)})", soft_wrap=True)
         for url, n in sorted(elsewhere.items()):
             lines.print(f"  {n} claim(s) on {_t(url)}: the page changed away from their values and quotes",
                           soft_wrap=True)
@@ -140,7 +148,7 @@ def write_text(report: FlipReport, write: Callable[[str], object], *, color: boo
         lines.print()
         lines.print(f"[bold]unpaired[/] ({len(report.unpaired)})")
         for u in report.unpaired:
-            lines.print(f"  {_t(u['file'])} {_t(u['id'])}  only in {u['only_in'].upper()}")
+            lines.print(f"  {_t(u.file)} {_t(u.id)}  only in {u.only_in.upper()}")
     if report.confirm_commands:
         lines.print()
         lines.print("[bold]to confirm causes, record the missing controlled runs:[/]")
@@ -155,7 +163,7 @@ def write_text(report: FlipReport, write: Callable[[str], object], *, color: boo
 
 
 def render_json(report: FlipReport) -> str:
-    """SPEC's shape first ({run_a, run_b, paired, flips: [...]}), then our extra keys."""
+    """The report's JSON: {run_a, run_b, paired, flips: [...]} first, then the other fields (`FlipReport`)."""
     return "".join(json_pieces(report))
 
 

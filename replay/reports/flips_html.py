@@ -9,7 +9,18 @@ from typing import Any
 from replay.core.display import printable
 from replay.core.flips.causes import shown_verdict
 from replay.core.page_diff import side_by_side, word_diff
-from replay.reports.flips import CAUSE_TITLES, _controlled_lines, _counts_line, _gold, _joined, _prompt_line, by_cause
+from replay.reports.flips import (
+    CAUSE_TITLES,
+    SIDES,
+    _controlled_lines,
+    _counts_line,
+    _gold,
+    _joined,
+    _prompt_line,
+    by_cause,
+    of_side,
+)
+from replay.schema.flip_evidence import PromptComparison, RunModel
 from replay.schema.flips import Flip, FlipReport
 
 # --------------------------------------------------------------------------- html
@@ -119,87 +130,88 @@ def _html_flip(f: Flip) -> str:
              f'<span class="verdicts">{_badge(f.verdict_a)} → {_badge(f.verdict_b)}{gold}</span>',
              f'<span class="fid">{_e(f.id)}</span><span class="file">{_e(f.file)}</span>',
              f'<p class="summary">{_e(f.summary)}</p></header><div class="body">']
-    if ev.get("claim"):
-        parts.append(f'<p class="small">Claim: {_e(ev["claim"])}</p>')
+    if ev.claim:
+        parts.append(f'<p class="small">Claim: {_e(ev.claim)}</p>')
     parts.append('<div class="cols">')
-    for side in ("a", "b"):
+    for side in SIDES:
         verdict = f.verdict_a if side == "a" else f.verdict_b
-        rule = ev.get("rules", {}).get(side)
-        quote = ev.get("quotes", {}).get(side)
-        url = ev.get("evidence_urls", {}).get(side)
+        rule = of_side(ev.rules, side)
+        quote = of_side(ev.quotes, side)
+        url = of_side(ev.evidence_urls, side)
+        reason = of_side(ev.reasons, side)
         parts.append(f'<div class="side {side}"><h4>Run {side.upper()} · {_badge(verdict)}'
                      + (f" · rule {_e(rule)}" if rule else "") + "</h4>")
         parts.append(f"<blockquote>{_e(quote)}</blockquote>" if quote else '<p class="small">no quote</p>')
         if url:
             parts.append(f'<div class="small">{_e(url)}</div>')
-        if ev.get("reasons", {}).get(side):
-            parts.append(f'<div class="reason">{_e(ev["reasons"][side])}</div>')
+        if reason:
+            parts.append(f'<div class="reason">{_e(reason)}</div>')
         parts.append("</div>")
     parts.append("</div>")
-    prompt = ev.get("prompt", {})
-    if prompt.get("changed"):
+    prompt = ev.prompt
+    if prompt is not None and prompt.changed:
         items = []
-        for key in ("rule_a", "rule_b"):
-            r = prompt.get(key)
+        for letter, r in (("A", prompt.rule_a), ("B", prompt.rule_b)):
             if r:
-                where = "both" if r["in_a"] and r["in_b"] else "only B" if r["in_b"] else "only A" if r["in_a"] else "neither"
-                items.append(f"{key[-1].upper()} cites {_e(r['rule'])} ({_e(r.get('title') or '?')}): defined in {where}")
+                where = "both" if r.in_a and r.in_b else "only B" if r.in_b else "only A" if r.in_a else "neither"
+                items.append(f"{letter} cites {_e(r.rule)} ({_e(r.title or '?')}): defined in {where}")
         items.append('the prompt changed: <a href="#prompt">what differs</a>')
         parts.append("<h3>Prompt</h3><ul class=\"tight\">" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
-    for page in ev.get("pages", []):
-        sha = f"sha {(page.get('sha256_a') or 'none')[:8]} → {(page.get('sha256_b') or 'none')[:8]}"
-        parts.append(f'<h3>Page <span class="small">{_e(page["url"])}</span></h3>')
-        flags = [f"<span>{_e(sha)}</span>", _flag("A's quote on B's page", page.get("quote_a_in_b")),
-                 _flag("B's quote on A's page", page.get("quote_b_in_a"))]
-        if page.get("note"):
-            flags.append(f"<span>{_e(page['note'])}</span>")
+    for page in ev.pages:
+        sha = f"sha {(page.sha256_a or 'none')[:8]} → {(page.sha256_b or 'none')[:8]}"
+        parts.append(f'<h3>Page <span class="small">{_e(page.url)}</span></h3>')
+        flags = [f"<span>{_e(sha)}</span>", _flag("A's quote on B's page", page.quote_a_in_b),
+                 _flag("B's quote on A's page", page.quote_b_in_a)]
+        if page.note:
+            flags.append(f"<span>{_e(page.note)}</span>")
         parts.append('<div class="flags">' + " · ".join(x for x in flags if x) + "</div>")
-        if page.get("diff"):
-            parts.append(_diff_table(page["diff"]))
-    path = ev.get("path", {})
-    if path.get("differs"):
+        if page.diff:
+            parts.append(_diff_table(page.diff))
+    path = ev.path
+    if path is not None and path.differs:
         parts.append("<h3>Evidence path</h3><div class=\"cols\">")
-        for side in ("a", "b"):
-            p = path[side]
-            items = [f"read {_e(u)}" for u in p["read"]] + [f"searched “{_e(q)}”" for q in p["searched"]]
+        for side, p in (("a", path.a), ("b", path.b)):
+            items = [f"read {_e(u)}" for u in p.read] + [f"searched “{_e(q)}”" for q in p.searched]
             parts.append(f'<div class="side {side}"><h4>Run {side.upper()}</h4><ul class="tight">'
                          + "".join(f"<li class=\"small\">{i}</li>" for i in items) + "</ul></div>")
         parts.append("</div>")
-    if f.primary_cause == "model" or ev.get("repeats") or ev.get("confirmations"):
-        m = ev.get("model", {})
-        items = [f"A: {_e(m.get('a', {}).get('model'))} {_e(_versions(m.get('a', {})))}",
-                 f"B: {_e(m.get('b', {}).get('model'))} {_e(_versions(m.get('b', {})))}"]
-        for side, rep in ev.get("repeats", {}).items():
-            items.append(f"repeats ({_e(side)}): {rep['n']} runs {_e(', '.join(rep['runs']))}: "
-                         f"{_e(rep['verdicts'])}, flip rate {rep['flip_rate']:.2f}")
-        for c in ev.get("confirmations", []):
-            items.append(f"confirmed by {_e(c['run'])}: {_e(c['combination'])} gives {_e(c['verdict'])} → "
-                         f"{_e(c['points_to'])}")
+    if f.primary_cause == "model" or ev.repeats or ev.confirmations:
+        m = ev.model
+        items = [f"A: {_e(m.a.model if m else None)} {_e(_versions(m.a if m else None))}",
+                 f"B: {_e(m.b.model if m else None)} {_e(_versions(m.b if m else None))}"]
+        rs = ev.repeats
+        groups = [(name, g) for name, g in (("a_and_b", rs.a_and_b), ("a", rs.a), ("b", rs.b)) if g] if rs else []
+        for name, rep in groups:
+            items.append(f"repeats ({_e(name)}): {rep.n} runs {_e(', '.join(rep.runs))}: "
+                         f"{_e(rep.verdicts)}, flip rate {rep.flip_rate:.2f}")
+        for c in ev.confirmations:
+            items.append(f"confirmed by {_e(c.run)}: {_e(c.combination)} gives {_e(c.verdict)} → "
+                         f"{_e(c.points_to)}")
         parts.append("<h3>Model and controlled runs</h3><ul class=\"tight\">"
                      + "".join(f"<li class=\"small\">{i}</li>" for i in items) + "</ul>")
     parts.append("</div></article>")
     return "\n".join(parts)
 
 
-def _prompt_items(prompt: dict[str, Any]) -> list[str]:
+def _prompt_items(prompt: PromptComparison) -> list[str]:
     """The run-level prompt differences, as HTML list items."""
     items = []
-    if prompt.get("rules_added"):
-        items.append("rules added: " + _e(", ".join(f"{k} {v}" for k, v in prompt["rules_added"].items())))
-    if prompt.get("rules_removed"):
-        items.append("rules removed: " + _e(", ".join(prompt["rules_removed"])))
-    if prompt.get("rules_changed"):
-        items.append("rules reworded: " + _e(", ".join(prompt["rules_changed"])))
-    for key, label in (("sections_added", "sections added"), ("sections_removed", "sections removed")):
-        if prompt.get(key):
-            items.append(f"{label}: " + _e("; ".join(prompt[key])))
-    if prompt.get("sections_changed"):
-        items.append("sections changed: " + _e("; ".join(c["heading"] for c in prompt["sections_changed"])))
+    if prompt.rules_added:
+        items.append("rules added: " + _e(", ".join(f"{k} {v}" for k, v in prompt.rules_added.items())))
+    if prompt.rules_removed:
+        items.append("rules removed: " + _e(", ".join(prompt.rules_removed)))
+    if prompt.rules_changed:
+        items.append("rules reworded: " + _e(", ".join(prompt.rules_changed)))
+    for headings, label in ((prompt.sections_added, "sections added"), (prompt.sections_removed, "sections removed")):
+        if headings:
+            items.append(f"{label}: " + _e("; ".join(headings)))
+    if prompt.sections_changed:
+        items.append("sections changed: " + _e("; ".join(c.heading for c in prompt.sections_changed)))
     return items
 
 
-def _versions(side: dict[str, Any]) -> str:
-    v = side.get("versions") or {}
+def _versions(side: RunModel | None) -> str:
+    v = side.versions if side else {}
     return "(" + ", ".join(f"{k} {v[k]}" for k in sorted(v)) + ")" if v else ""
 
 
@@ -229,13 +241,12 @@ def _html_parts(report: FlipReport) -> Iterator[str]:
     if _prompt_line(report):
         yield (f'<p class="meta">{_e(_prompt_line(report))}</p>')
     runs = report.runs
-    if runs:
-        yield (f'<p class="meta">model A {_e(runs["a"].get("model"))} · model B {_e(runs["b"].get("model"))}</p>')
+    yield (f'<p class="meta">model A {_e(runs.a.model)} · model B {_e(runs.b.model)}</p>')
     if report.controlled_runs:
         yield ('<p class="meta">other runs used to tell the causes apart:</p><ul class="tight meta">'
                     + "".join(f"<li>{_e(line)}</li>" for line in _controlled_lines(report)) + "</ul>")
     yield (f'<p class="meta">{_e(_counts_line(report))}</p><div class="chips">{chips}</div>')
-    if report.prompt.get("changed"):  # once here, not in every flip: it is the same for all of them
+    if report.prompt.changed:  # once here, not in every flip: it is the same for all of them
         yield (f'<details id="prompt" open><summary>what differs between the prompts</summary>'
                     f'<ul class="tight">{"".join(f"<li>{i}</li>" for i in _prompt_items(report.prompt))}</ul></details>')
     yield ("</header><main>")
@@ -248,12 +259,12 @@ def _html_parts(report: FlipReport) -> Iterator[str]:
         yield ("</section>")
     if report.held_despite_page_change:
         yield (f"<h2>Held despite a page change <small>({len(report.held_despite_page_change)})</small></h2>"
-                    "<ul>" + "".join(f"<li><b>{_e(h['id'])}</b> <span class=\"small\">{_e(h['file'])}</span> stayed "
-                                     f"{_badge(h['verdict'])} — {_e(h['url'])}: {_e(h['where'])}</li>"
+                    "<ul>" + "".join(f"<li><b>{_e(h.id)}</b> <span class=\"small\">{_e(h.file)}</span> stayed "
+                                     f"{_badge(h.verdict)} — {_e(h.url)}: {_e(h.where)}</li>"
                                      for h in report.held_despite_page_change) + "</ul>")
     if report.unpaired:
         yield (f"<h2>Unpaired <small>({len(report.unpaired)})</small></h2><ul>"
-                    + "".join(f"<li>{_e(u['file'])} <b>{_e(u['id'])}</b> only in {_e(u['only_in'].upper())}</li>"
+                    + "".join(f"<li>{_e(u.file)} <b>{_e(u.id)}</b> only in {_e(u.only_in.upper())}</li>"
                               for u in report.unpaired) + "</ul>")
     if report.confirm_commands:
         yield ("<h2>To confirm causes</h2><pre class=\"cmd\">" + _e("\n".join(report.confirm_commands)) + "</pre>")

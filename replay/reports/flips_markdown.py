@@ -6,7 +6,16 @@ from collections.abc import Iterator
 
 from replay.core.display import printable
 from replay.core.flips.causes import shown_verdict
-from replay.reports.flips import CAUSE_ORDER, _controlled_lines, _counts_line, _gold, _joined, _prompt_line
+from replay.reports.flips import (
+    CAUSE_ORDER,
+    SIDES,
+    _controlled_lines,
+    _counts_line,
+    _gold,
+    _joined,
+    _prompt_line,
+    of_side,
+)
 from replay.reports.markdown import markdown_cell
 from replay.schema.flips import Flip, FlipReport
 
@@ -69,12 +78,12 @@ def _markdown_lines(report: FlipReport) -> Iterator[str]:
         yield from ["No verdict moved.", ""]
     if report.held_despite_page_change:
         yield from ["### Held despite a page change", ""]
-        yield from (f"- {_code(h['file'])} {_code(h['id'])} stayed **{h['verdict']}**: {_md(h['url'])} ({_md(h['where'])})"
+        yield from (f"- {_code(h.file)} {_code(h.id)} stayed **{h.verdict}**: {_md(h.url)} ({_md(h.where)})"
                     for h in report.held_despite_page_change)
         yield ""
     if report.unpaired:
         yield from ["### Unpaired", ""]
-        yield from [f"- {_code(u['file'])} {_code(u['id'])} only in {u['only_in'].upper()}" for u in report.unpaired]
+        yield from [f"- {_code(u.file)} {_code(u.id)} only in {u.only_in.upper()}" for u in report.unpaired]
         yield ""
     if report.confirm_commands:
         yield from ["### To confirm causes", "", _fence("\n".join(report.confirm_commands), "sh"), ""]
@@ -85,26 +94,26 @@ def _markdown_details(f: Flip) -> list[str]:
     out = [f"<details><summary><code>{_md(f.id)}</code> ({_md(f.file)}): "
            f"{shown_verdict(f.verdict_a)} → {shown_verdict(f.verdict_b)}, <b>{f.primary_cause}</b></summary>", "",
            f"{_md(f.summary)}", ""]
-    if ev.get("claim"):
-        out += [f"Claim: {_md(ev['claim'])}", ""]
-    for side in ("a", "b"):
+    if ev.claim:
+        out += [f"Claim: {_md(ev.claim)}", ""]
+    for side in SIDES:
         verdict = f.verdict_a if side == "a" else f.verdict_b
-        rule = ev.get("rules", {}).get(side)
-        error = ev["no_verdict"]["error"] if ev.get("no_verdict", {}).get("side") == side else None
+        rule = of_side(ev.rules, side)
+        error = ev.no_verdict.error if ev.no_verdict and ev.no_verdict.side == side else None
+        url = of_side(ev.evidence_urls, side)
         out.append(f"**{side.upper()}**: {shown_verdict(verdict)}" + (f": {_md(error)}" if error else "")
-                   + (f" (rule {_md(rule)})" if rule else "")
-                   + (f", {_md(ev['evidence_urls'][side])}" if ev.get("evidence_urls", {}).get(side) else ""))
-        quote = ev.get("quotes", {}).get(side)
+                   + (f" (rule {_md(rule)})" if rule else "") + (f", {_md(url)}" if url else ""))
+        quote = of_side(ev.quotes, side)
         out += ["", _fence(quote) if quote else "_no quote_", ""]
-    for page in ev.get("pages", []):
-        sha = f"sha {(page.get('sha256_a') or 'none')[:8]} → {(page.get('sha256_b') or 'none')[:8]}"
-        out.append(f"Page {_md(page['url'])}: {sha}" + (f"; {_md(page['note'])}" if page.get("note") else ""))
-        flags = [f"A's quote in B's page: {page['quote_a_in_b']}" if "quote_a_in_b" in page else "",
-                 f"B's quote in A's page: {page['quote_b_in_a']}" if "quote_b_in_a" in page else ""]
+    for page in ev.pages:
+        sha = f"sha {(page.sha256_a or 'none')[:8]} → {(page.sha256_b or 'none')[:8]}"
+        out.append(f"Page {_md(page.url)}: {sha}" + (f"; {_md(page.note)}" if page.note else ""))
+        flags = [f"A's quote in B's page: {page.quote_a_in_b}" if page.quote_a_in_b is not None else "",
+                 f"B's quote in A's page: {page.quote_b_in_a}" if page.quote_b_in_a is not None else ""]
         if any(flags):
             out.append("; ".join(x for x in flags if x))
         out.append("")
-        if page.get("diff"):
-            out += [_fence(page["diff"], "diff"), ""]
+        if page.diff:
+            out += [_fence(page.diff, "diff"), ""]
     out += ["</details>", ""]
     return out

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, PrivateAttr
+from pydantic import BaseModel, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
 
 from replay.schema.common import Verdict, _Open, held, restored
 
@@ -57,8 +57,19 @@ class ResultRow:
                    result.model_extra or None)
 
 
-class Usage(BaseModel):
-    """Tokens used by one conversation."""
+LONG_PROMPT_TOKENS = 100_000
+"""A request whose prompt (input + cache writes + cache reads) is over this many tokens is kept apart in its
+conversation's `Usage` (`long_prompts`): the price list's lowest price step (Claude Haiku 5.5 prices such a
+request higher, output included), so that the request can be priced on its own from the recording."""
+
+
+def _count(value: Any) -> int:
+    """A token count as a response reports it (anything else counts 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class Tokens(BaseModel):
+    """The token counts of one or more Messages requests, as the API reports them."""
 
     input_tokens: int = 0
     """Input tokens not read from or written to the prompt cache (the API's `input_tokens`)."""
@@ -71,8 +82,59 @@ class Usage(BaseModel):
 
     @property
     def total_input(self) -> int:
-        """Every input token: uncached, written to the cache, read from it."""
+        """Every input token: uncached, written to the cache, read from it (a request's prompt length)."""
         return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
+    @classmethod
+    def of_response(cls, reported: dict[str, Any]) -> Tokens:
+        """The counts of one response's `usage` object."""
+        creation = reported.get("cache_creation")
+        return cls(input_tokens=_count(reported.get("input_tokens")),
+                   output_tokens=_count(reported.get("output_tokens")),
+                   cache_creation_input_tokens=_count(reported.get("cache_creation_input_tokens")),
+                   cache_read_input_tokens=_count(reported.get("cache_read_input_tokens")),
+                   cache_write_1h_tokens=_count(creation.get("ephemeral_1h_input_tokens"))
+                   if isinstance(creation, dict) else 0)
+
+
+class Usage(Tokens):
+    """Tokens used by one conversation: its requests' counts summed, and what pricing needs beside them."""
+
+    inference_geo: str | None = None
+    """Where inference ran, as the responses' `usage.inference_geo` said (`"us"`: US-only, priced 1.1x on Claude
+    4.6 and later; `"global"`); absent when none said. Should responses differ, `"us"` if any said it (priced
+    as the dearer)."""
+    long_prompts: list[Tokens] | None = None
+    """Each request whose prompt was over `LONG_PROMPT_TOKENS`, with its own counts (also counted in the sums
+    above); absent when there was none."""
+
+    @model_serializer(mode="wrap")
+    def _absent_when_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a run whose responses said nothing of these is written as it was before they were kept
+        data: dict[str, Any] = handler(self)
+        for name in ("inference_geo", "long_prompts"):
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
+
+    def add(self, reported: Any) -> None:
+        """Add one response's `usage` object (input, output, cache writes and reads, where inference ran)."""
+        if not isinstance(reported, dict):
+            return
+        for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+            value = reported.get(name)
+            if isinstance(value, int):
+                setattr(self, name, getattr(self, name) + value)
+        creation = reported.get("cache_creation")  # the split of the cache writes by lifetime (priced apart)
+        written_1h = creation.get("ephemeral_1h_input_tokens") if isinstance(creation, dict) else None
+        if isinstance(written_1h, int):
+            self.cache_write_1h_tokens += written_1h
+        geo = reported.get("inference_geo")
+        if isinstance(geo, str) and (self.inference_geo is None or geo == "us"):
+            self.inference_geo = geo
+        request = Tokens.of_response(reported)
+        if request.total_input > LONG_PROMPT_TOKENS:
+            self.long_prompts = [*(self.long_prompts or []), request]
 
 
 class ToolCall(BaseModel):

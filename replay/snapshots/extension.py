@@ -47,7 +47,7 @@ from replay.files.json_text import dump_json
 from replay.runs.writer import write_folder
 from replay.snapshots.format import SNAPSHOT_SUFFIX, pack, unpack, verdict_documents
 from replay.snapshots.mismatch import _summary_length, explain_mismatch
-from replay.snapshots.session import _failed_runs, _keep_all, _mismatches, _owners
+from replay.snapshots.session import SnapshotSession, session_records
 from replay.snapshots.verdicts import RunVerdicts, replay_run
 
 __all__ = [
@@ -84,6 +84,10 @@ class VerdictSnapshotExtension(AbstractSyrupyExtension):
 
     file_extension = "json"
     write_immediately = True
+    _session: SnapshotSession | None = None
+    """The records of the session this extension discovered snapshots for: syrupy deletes unused snapshots
+    through the extension that discovered them. (A pytest-xdist controller deletes through extensions it makes
+    itself, which hold none; in an interrupted session `--snapshot-disable-unused` stops it deleting anything.)"""
 
     def serialize(
         self,
@@ -127,11 +131,12 @@ class VerdictSnapshotExtension(AbstractSyrupyExtension):
         self, *, test_location: PyTestLocation, ignore_extensions: list[str] | None = None
     ) -> SnapshotCollections:
         discovered = SnapshotCollections()
+        self._session = session = session_records(test_location.item.config)
         root = Path(self.dirname(test_location=test_location))
         if not root.is_dir():
             return discovered
         for folder in sorted(root.iterdir()):
-            if folder.name.startswith(".") or folder.name in _failed_runs or not _snapshot_files(folder):  # "." : `write_folder`'s
+            if folder.name.startswith(".") or folder.name in session.failed_runs or not _snapshot_files(folder):  # "." : `write_folder`'s
                 continue
             discovered.add(self.read_snapshot_collection(snapshot_location=str(folder)))
         return discovered
@@ -177,7 +182,7 @@ class VerdictSnapshotExtension(AbstractSyrupyExtension):
                          ours=lambda name: name.endswith(SNAPSHOT_SUFFIX))
 
     def delete_snapshots(self, *, snapshot_location: str, snapshot_names: set[str]) -> None:
-        if _keep_all[0]:  # an interrupted session: what it did not assert is not unused
+        if self._session is not None and self._session.keep_all:  # interrupted: what it did not assert is not unused
             return
         folder = Path(snapshot_location)
         for path in _snapshot_files(folder):
@@ -210,9 +215,10 @@ class VerdictSnapshotAssertion(SnapshotAssertion):
         if not isinstance(data, RunVerdicts):
             raise TypeError(_not_run_verdicts(data))
         self._run = data
+        session = session_records(self.session.pytest_session.config)
         if data.path is not None:
             where = data.path.resolve()
-            other = _owners.setdefault(data.name, where)
+            other = session.owners.setdefault(data.name, where)
             if other != where:
                 raise InputError(data.path, f"its verdicts would be snapshot in {data.name}/, as those of {other} "
                                  "are in this session: two runs of one folder name share a snapshot; rename one")
@@ -221,7 +227,7 @@ class VerdictSnapshotAssertion(SnapshotAssertion):
         result = self.executions.get(self.num_executions - 1)
         if not ok and result is not None and result.exception is None:
             lines = self._explain(self.num_executions - 1, detailed=True)
-            _mismatches.append(lines)
+            session.mismatches.append(lines)
         return ok
 
     def _explain(self, execution: int, *, detailed: bool) -> list[str]:

@@ -1,56 +1,88 @@
-"""What a pytest session's snapshot assertions found, for its terminal summary."""
+"""What one pytest session's verdict snapshots found, kept in that session's `config.stash`: an inner
+(pytester) session and each pytest-xdist worker hold their own, and none outlives its session."""
 
 from __future__ import annotations
 
+from contextvars import ContextVar, Token
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-_failed_runs: set[str] = set()
-"""Runs whose replay raised in this pytest session (reset by the plugin at session start)."""
-_mismatches: list[list[str]] = []
-"""Every mismatch explained in this pytest session, in full: the plugin's terminal summary lists them,
-since pytest cuts an assertion message after 8 lines (reset by the plugin at session start)."""
-_owners: dict[str, Path] = {}
-"""Snapshot name -> the run folder asserted under it in this pytest session: a second run of the same
-folder name elsewhere would share (and, updated, overwrite) its snapshot."""
+
+@dataclass
+class SnapshotSession:
+    """The records of one pytest session's verdict snapshot assertions."""
+
+    failed_runs: set[str] = field(default_factory=set)
+    """Runs whose replay raised in this session: their snapshots are neither reported unused nor deleted."""
+    mismatches: list[list[str]] = field(default_factory=list)
+    """Every mismatch explained in this session, in full: the terminal summary lists them, since pytest cuts
+    an assertion message after 8 lines."""
+    owners: dict[str, Path] = field(default_factory=dict)
+    """Snapshot name -> the run folder asserted under it: a second run of the same folder name elsewhere
+    would share (and, updated, overwrite) its snapshot."""
+    keep_all: bool = False
+    """The session was interrupted: no snapshot is deleted as unused (`keep_every_snapshot`)."""
 
 
-def session_mismatches() -> list[list[str]]:
-    """The full explanation of every verdict snapshot that failed in this pytest session."""
-    return list(_mismatches)
+SESSION = pytest.StashKey[SnapshotSession]()
+"""Where a session's records live in its `config.stash`."""
+_ACTIVE_TOKEN = pytest.StashKey[Token[SnapshotSession | None]]()
+
+_active: ContextVar[SnapshotSession | None] = ContextVar("judge_replay_snapshot_session", default=None)
+"""The records of the innermost session running, for what its tests call with no pytest object at hand
+(`replay_run`): set when a session starts, given back when it ends. A pointer, not a store: the records
+live in the session's stash."""
+
+WORKER_OUTPUT = "judge_replay_snapshot_mismatches"
+"""The key under which a pytest-xdist worker hands its mismatches to the controller (`config.workeroutput`)."""
 
 
-_keep_all = [False]
-"""Set when this pytest session was interrupted: no snapshot is deleted as unused (`keep_every_snapshot`)."""
+def begin_session(config: pytest.Config) -> None:
+    """Start this session's records; they are the running session's until `end_session`."""
+    records = SnapshotSession()
+    config.stash[SESSION] = records
+    config.stash[_ACTIVE_TOKEN] = _active.set(records)
+
+
+def end_session(config: pytest.Config) -> None:
+    """The session is over: the session it ran inside (pytester), if any, is the running one again."""
+    token = config.stash.get(_ACTIVE_TOKEN, None)
+    if token is not None:
+        del config.stash[_ACTIVE_TOKEN]
+        _active.reset(token)
+
+
+def session_records(config: pytest.Config) -> SnapshotSession:
+    """This session's records (made on first use where the plugin's session start did not run)."""
+    return config.stash.setdefault(SESSION, SnapshotSession())
+
+
+def note_failed_run(name: str) -> None:
+    """A run's replay raised in the running session (outside any session: nothing to note)."""
+    records = _active.get()
+    if records is not None:
+        records.failed_runs.add(name)
 
 
 def keep_every_snapshot(config: pytest.Config) -> None:
     """This session was interrupted: delete no snapshot as unused (ours are deleted through
     `VerdictSnapshotExtension.delete_snapshots`), and tell syrupy, as `--snapshot-disable-unused` does, not
     to report them as unused."""
-    _keep_all[0] = True
+    session_records(config).keep_all = True
     config.option.disable_unused_snapshots = True
 
 
-_outer_sessions: list[tuple[set[str], list[list[str]], dict[str, Path]]] = []
+def hand_to_controller(config: pytest.Config) -> None:
+    """On a pytest-xdist worker: give the controller, which prints the summary, this worker's mismatches."""
+    output = getattr(config, "workeroutput", None)
+    if output is not None:
+        output[WORKER_OUTPUT] = session_records(config).mismatches
 
 
-def begin_session() -> None:
-    """Start a pytest session's records afresh, keeping those of a session it runs inside (pytester)."""
-    _outer_sessions.append((set(_failed_runs), list(_mismatches), dict(_owners)))
-    _keep_all[0] = False
-    _failed_runs.clear()
-    _mismatches.clear()
-    _owners.clear()
-
-
-def end_session() -> None:
-    """Give the records of the enclosing session, if any, back."""
-    if _outer_sessions:
-        failed, mismatches, owners = _outer_sessions.pop()
-        _failed_runs.clear()
-        _failed_runs.update(failed)
-        _mismatches[:] = mismatches
-        _owners.clear()
-        _owners.update(owners)
+def take_from_worker(config: pytest.Config, workeroutput: dict[str, object] | None) -> None:
+    """On the pytest-xdist controller: a worker's mismatches, added to the session's."""
+    mismatches = (workeroutput or {}).get(WORKER_OUTPUT)
+    if isinstance(mismatches, list):
+        session_records(config).mismatches.extend([str(line) for line in lines] for lines in mismatches)

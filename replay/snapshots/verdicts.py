@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from replay.runs.folder import Run
 from replay.schema.results import ResultsFile
 from replay.snapshots.format import verdict_documents
-from replay.snapshots.session import _failed_runs
+from replay.snapshots.session import note_failed_run
 
 # --------------------------------------------------------------------------- the value compared
 
@@ -54,6 +54,6 @@ def _load(path: str | Path, results_of: Callable[[Run], ResultsFile]) -> RunVerd
     try:
         results = results_of(run)
     except BaseException:
-        _failed_runs.add(run.name)
+        note_failed_run(run.name)
         raise
     return RunVerdicts(run.name, results, run.path)

@@ -230,14 +230,15 @@ def test_the_text_report_of_flips_explained_for_text_alone_is_the_same():
     a, b = Run(CASSETTES / "v2-demo"), Run(CASSETTES / "v3-demo-2026-09")
     whole = explain_flips(a, b)
     lean = explain_flips(Run(a.path), Run(b.path), text_only=True)
-    diffs = [page.get("diff") for flip in whole.flips for page in flip.evidence.get("pages", [])]
+    diffs = [page.diff for flip in whole.flips for page in flip.evidence.pages]
     assert any(diffs)  # the demo has page flips whose diff would be shown
-    assert any(set(flip.evidence) & set(TEXT_EVIDENCE) for flip in whole.flips)  # confirmed by a sibling run
+    assert any(flip.evidence.model_fields_set & set(TEXT_EVIDENCE) for flip in whole.flips)  # confirmed by a sibling run
     for held, flip in zip(lean.flips, whole.flips, strict=True):  # each keeps only what the text report reads
-        assert held.evidence == {name: flip.evidence[name] for name in TEXT_EVIDENCE if name in flip.evidence}
+        assert held.evidence.model_dump() == flip.evidence.model_dump(include=set(TEXT_EVIDENCE))
         assert held.model_dump(exclude={"evidence"}) == flip.model_dump(exclude={"evidence"})
     assert whole.held_despite_page_change
-    assert lean.held_despite_page_change == [{name: h[name] for name in TEXT_HELD} for h in whole.held_despite_page_change]
+    assert [h.model_dump() for h in lean.held_despite_page_change] == [
+        h.model_dump(include=set(TEXT_HELD)) for h in whole.held_despite_page_change]
     assert render_text(lean) == render_text(whole)
     assert lean.confirm_commands == whole.confirm_commands
 

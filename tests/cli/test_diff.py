@@ -9,6 +9,8 @@ import pytest
 
 from factories import parse_printed_command, write_json
 from replay.cli.main import main
+from replay.reports.flips import render_json
+from replay.schema.flips import FlipReport
 from core.test_flips import FILE, MINI, MODELS_URL, V2, V3, change, learn_page, result, run
 from locations import REPO
 
@@ -220,3 +222,69 @@ def test_confirm_on_the_bundled_runs_records_outside_the_project_and_says_how_to
                          + " ".join(f"--with {folder}" for folder in folders))
     for line in lines:
         parse_printed_command(line)
+
+
+# --------------------------------------------------------------------------- the JSON is the typed report
+
+
+def _closed(schema: object) -> object:
+    """The schema with every object's properties closed (`additionalProperties: false` where it names them):
+    a key the records do not define fails validation."""
+    if isinstance(schema, dict):
+        closed = {k: _closed(v) for k, v in schema.items()}
+        if "properties" in schema:
+            closed["additionalProperties"] = False
+        return closed
+    if isinstance(schema, list):
+        return [_closed(v) for v in schema]
+    return schema
+
+
+def _printed_schema(capsys) -> dict:
+    assert main(["schema", "diff"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("pair", [("v2-demo", "v3-demo"), ("v2-demo", "v3-demo-2026-09"), ("v2-demo", "v2-demo-2026-09"),
+                                  ("v1-demo", "v3-demo")])
+def test_the_json_report_is_what_the_printed_schema_describes_and_reads_back_to_the_same_bytes(pair, capsys, monkeypatch):
+    """Every key the JSON has is a field the schema describes with its type (a key written null where the
+    schema says it is absent fails), and the report read back writes the same bytes (absent keys stay absent)."""
+    import jsonschema
+
+    monkeypatch.chdir(REPO)
+    schema = _printed_schema(capsys)
+    assert main(["diff", *(f"cassettes/{run}" for run in pair), "--format", "json", "--gold",
+                 "demo/gold-correctness-set.json"]) == 0
+    text = capsys.readouterr().out
+    jsonschema.validate(json.loads(text), _closed(schema))
+    assert render_json(FlipReport.model_validate_json(text)) == text
+
+
+def test_the_json_of_a_run_without_a_verdict_or_with_a_page_one_run_lacks_is_what_the_schema_describes(runs, capsys):
+    import jsonschema
+
+    a, b, _ = runs
+    results = json.loads((b.path / "results.json").read_text())
+    results["files"][0]["results"][0].update(judge_verdict=None, error="the conversation was cut off")
+    (b.path / "results.json").write_text(json.dumps(results))
+    assert main(["diff", str(a.path), str(b.path), "--format", "json"]) == 0
+    text = capsys.readouterr().out
+    flips = {f["id"]: f for f in json.loads(text)["flips"]}
+    assert flips["models-003"]["evidence"]["no_verdict"] == {"side": "b", "error": "the conversation was cut off"}
+    assert "pages" not in flips["models-003"]["evidence"] and "pages" in flips["models-010"]["evidence"]
+    jsonschema.validate(json.loads(text), _closed(_printed_schema(capsys)))
+    assert render_json(FlipReport.model_validate_json(text)) == text
+
+
+def test_every_field_of_the_diff_schema_says_what_it_holds_and_none_is_left_open(capsys):
+    schema = _printed_schema(capsys)
+    records = {"FlipReport": schema, **schema["$defs"]}
+    assert {"Flip", "FlipEvidence", "PageEvidence", "PromptComparison", "ControlledRun", "HeldClaim"} <= set(records)
+    for name, record in records.items():
+        assert record.get("description"), name
+        for field, prop in record["properties"].items():
+            assert prop.get("description"), f"{name}.{field} has no description"
+    assert '"additionalProperties": true' not in json.dumps(schema)  # no `dict[str, Any]` left
+    roles = schema["$defs"]["ControlledRun"]["properties"]["role"]["anyOf"][0]["enum"]
+    assert roles == ["A's prompt with B's pages", "B's prompt with A's pages", "a repeat of A", "a repeat of B"]

@@ -14,6 +14,8 @@ from replay.core.flips.prompt_diff import prompt_changes
 from replay.core.page_diff import region_diff, side_by_side
 from replay.prompts import load_prompt
 from replay.schema.claims import ClaimsBatch
+from replay.schema.flip_evidence import CitedRule, NoVerdict, SearchResults
+from replay.schema.flips import UnpairedClaim
 from replay.schema.gold import GoldSet
 from replay.runs.folder import Run
 from locations import DATA
@@ -72,14 +74,15 @@ def test_prompt_change_v2_to_v3_cites_the_new_rule(tmp_path):
     flip = report.flips[0]
     assert flip.primary_cause == "prompt" and flip.causes == ["prompt"]
     assert flip.gold == "outdated" and flip.right == "b"
-    ev = flip.evidence["prompt"]
-    assert ev["rule_b"] == {"rule": "R1", "title": "Lower-bound understatement", "in_a": False, "in_b": True}
-    assert sorted(ev["rules_added"]) == [f"R{i}" for i in range(1, 8)] and not ev["rules_removed"]
-    assert "v3 CALIBRATION RULES — read all seven before judging" in ev["sections_added"]
-    assert any(c.get("was") == "⚠️ EXACT-VALUE RULE" for c in ev["sections_changed"])
-    page_ev = flip.evidence["pages"][0]
-    assert page_ev["changed"] is False and page_ev["sha256_a"] == page_ev["sha256_b"]
-    assert page_ev["quote_a_in_b"] is True and page_ev["quote_b_in_a"] is True
+    ev = flip.evidence.prompt
+    assert ev.rule_b == CitedRule(rule="R1", title="Lower-bound understatement", in_a=False, in_b=True)
+    assert ev.rule_a is None and "rule_a" not in ev.model_dump()  # A cites no rule: absent, not null
+    assert sorted(ev.rules_added) == [f"R{i}" for i in range(1, 8)] and not ev.rules_removed
+    assert "v3 CALIBRATION RULES — read all seven before judging" in ev.sections_added
+    assert any(c.was == "⚠️ EXACT-VALUE RULE" for c in ev.sections_changed)
+    page_ev = flip.evidence.pages[0]
+    assert page_ev.changed is False and page_ev.sha256_a == page_ev.sha256_b
+    assert page_ev.quote_a_in_b is True and page_ev.quote_b_in_a is True
     assert flip.summary.startswith("prompt: B cites R1 (Lower-bound understatement), new in v3")
     assert flip.summary.endswith("page unchanged")
     assert report.counts == {"prompt": 1}
@@ -87,8 +90,8 @@ def test_prompt_change_v2_to_v3_cites_the_new_rule(tmp_path):
 
 def test_prompt_sections_and_rules_diff_both_ways():
     changes = prompt_changes(V3, V2)
-    assert sorted(changes["rules_removed"]) == [f"R{i}" for i in range(1, 8)] and not changes["rules_added"]
-    assert prompt_changes(V2, V2)["sections_changed"] == []
+    assert sorted(changes.rules_removed) == [f"R{i}" for i in range(1, 8)] and not changes.rules_added
+    assert prompt_changes(V2, V2).sections_changed == []
 
 
 def test_page_change_in_a_real_table_row_shows_old_and_new_value(tmp_path):
@@ -101,16 +104,16 @@ def test_page_change_in_a_real_table_row_shows_old_and_new_value(tmp_path):
             {MODELS_URL: after}, claims=[MINI])
     flip = explain_flips(a, b).flips[0]
     assert flip.primary_cause == "page" and flip.causes == ["page"]
-    page = flip.evidence["pages"][0]
-    assert page["changed"] is True and page["near_claim"] is True
-    assert page["quote_a_in_b"] is False and page["quote_b_in_a"] is False
-    minus = [l for l in page["diff"].splitlines() if l.startswith("-|")]
-    plus = [l for l in page["diff"].splitlines() if l.startswith("+|")]
+    page = flip.evidence.pages[0]
+    assert page.changed is True and page.near_claim is True and page.diff
+    assert page.quote_a_in_b is False and page.quote_b_in_a is False
+    minus = [l for l in page.diff.splitlines() if l.startswith("-|")]
+    plus = [l for l in page.diff.splitlines() if l.startswith("+|")]
     assert "-" + c["before"] in minus and "+" + c["after"] in plus
-    assert "model-router" not in page["diff"]  # the section added further down is not this claim's change
+    assert "model-router" not in page.diff  # the section added further down is not this claim's change
     assert "128,000" in flip.summary and "1,047,576" in flip.summary and "in models" in flip.summary
     assert flip.summary.startswith("page: 'gpt-4.1-mini … ") and flip.summary.endswith("prompt unchanged")
-    assert f"sha {page['sha256_a'][:4]}→{page['sha256_b'][:4]}" in flip.summary
+    assert page.sha256_a and page.sha256_b and f"sha {page.sha256_a[:4]}→{page.sha256_b[:4]}" in flip.summary
 
 
 def test_claim_held_while_its_page_changed_elsewhere_is_counted_not_flipped(tmp_path):
@@ -121,8 +124,8 @@ def test_claim_held_while_its_page_changed_elsewhere_is_counted_not_flipped(tmp_
     report = explain_flips(a, b)
     assert report.flips == [] and report.paired == 1
     [held] = report.held_despite_page_change
-    assert held["id"] == "models-020" and held["verdict"] == "grounded"
-    assert held["sha256_a"] != held["sha256_b"]
+    assert held.id == "models-020" and held.verdict == "grounded"
+    assert held.sha256_a != held.sha256_b
 
 
 def test_region_diff_says_elsewhere_when_no_hunk_touches_the_claim():
@@ -163,16 +166,16 @@ def test_evidence_path_same_prompt_same_pages_different_reads(tmp_path):
     add_search(b, FILE, claim["claim"], search)
     flip = explain_flips(Run(a.path), Run(b.path)).flips[0]
     assert flip.primary_cause == "evidence_path" and flip.causes == ["evidence_path"]
-    path = flip.evidence["path"]
-    assert path["a"]["read"] == [MODELS_URL, other] and path["b"]["read"] == [other]
-    assert path["a"]["searched"] == [claim["claim"]]
+    path = flip.evidence.path
+    assert path.a.read == [MODELS_URL, other] and path.b.read == [other]
+    assert path.a.searched == [claim["claim"]]
     assert flip.summary == ("evidence_path: A read models + quotas-limits, B read quotas-limits; "
                             "same prompt and page versions")
 
 
 def test_a_search_that_returned_other_pages_is_a_change_of_learn_not_of_the_evidence_path(tmp_path):
     """The same query, other results (Learn's index changed: a new page ranks first): the pages available
-    differ, so SPEC's evidence_path (same pages available) does not apply; Learn changed: `page`."""
+    differ, so the evidence_path cause (the same pages available) does not apply; Learn changed: `page`."""
     other = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
     claim = {"id": "q-1", "claim": "gpt-4.1 Global Standard quota is 5 million TPM.", "claim_type": "tpm",
              "evidence_url": None}
@@ -188,7 +191,7 @@ def test_a_search_that_returned_other_pages_is_a_change_of_learn_not_of_the_evid
     add_search(b, FILE, claim["claim"], {"query": claim["claim"], **after})
     flip = explain_flips(Run(a.path), Run(b.path)).flips[0]
     assert flip.primary_cause == "page" and "evidence_path" in flip.causes
-    assert flip.evidence["searches_changed"] == {claim["claim"]: {"a": [MODELS_URL], "b": [other, MODELS_URL]}}
+    assert flip.evidence.searches_changed == {claim["claim"]: SearchResults(a=[MODELS_URL], b=[other, MODELS_URL])}
     assert flip.summary.startswith("page: Learn's search for 'gpt-4.1 Global Standard quota is 5 million TPM.' "
                                    "returned other pages (models → quotas-limits + models); prompt unchanged")
 
@@ -217,15 +220,15 @@ def test_model_when_prompt_pages_and_path_are_the_same(tmp_path):
             claims=[LOWER_BOUND], model="claude-sonnet-4-6")
     flip = explain_flips(a, b, discover=False).flips[0]
     assert flip.primary_cause == "model" and flip.causes == ["model"]
-    assert flip.evidence["model"]["a"]["model"] == "claude-sonnet-4-5"
+    assert flip.evidence.model.a.model == "claude-sonnet-4-5"
     assert "claude-sonnet-4-5 → claude-sonnet-4-6" in flip.summary
     # another model is no repeat: A and B do not measure each other's noise
-    assert "repeats" not in flip.evidence
+    assert flip.evidence.repeats is None
     # with the same model, A and B are themselves two repeats of the same prompt on the same page
     same = run(tmp_path / "c", "v3", V3, [result("models-003", "not_grounded")], {MODELS_URL: page},
                claims=[LOWER_BOUND], model="claude-sonnet-4-5")
     flip = explain_flips(a, same, discover=False).flips[0]
-    assert flip.evidence["repeats"]["a_and_b"]["n"] == 2 and "same model claude-sonnet-4-5" in flip.summary
+    assert flip.evidence.repeats.a_and_b.n == 2 and "same model claude-sonnet-4-5" in flip.summary
 
 
 def test_unknown_when_no_learn_traffic_was_recorded(tmp_path):
@@ -243,7 +246,8 @@ def test_unpaired_claims_are_listed(tmp_path):
     b = run(tmp_path / "b", "v3", V3, [result("x-1", "grounded"), result("x-3", "grounded")], {})
     report = explain_flips(a, b)
     assert report.paired == 1 and report.flips == []
-    assert report.unpaired == [{"file": FILE, "id": "x-2", "only_in": "a"}, {"file": FILE, "id": "x-3", "only_in": "b"}]
+    assert report.unpaired == [UnpairedClaim(file=FILE, id="x-2", only_in="a"),
+                               UnpairedClaim(file=FILE, id="x-3", only_in="b")]
 
 
 def test_crossed_run_confirms_the_page_moved_it(tmp_path):
@@ -253,7 +257,7 @@ def test_crossed_run_confirms_the_page_moved_it(tmp_path):
     b = run(tmp_path / "runs" / "b", "v3", V3, [result("models-010", "not_grounded")], {MODELS_URL: after},
             claims=[MINI])
     report = explain_flips(a, b)
-    assert report.flips[0].primary_cause == "prompt+page" and "confirmations" not in report.flips[0].evidence
+    assert report.flips[0].primary_cause == "prompt+page" and not report.flips[0].evidence.confirmations
     # --confirm: the exact commands that would record the two missing combinations, as pasted here
     claims_file = os.path.relpath(a.path / "claims" / "docs_azure-openai-models.md.yaml.json")
     assert report.confirm_commands[0] == (
@@ -270,16 +274,16 @@ def test_crossed_run_confirms_the_page_moved_it(tmp_path):
     manifest["pages_from"] = str(b.path)
     write_json(x.path / "run.json", manifest)
     flip = explain_flips(a, b).flips[0]
-    assert flip.evidence["confirmed_by"] == "a-prompt-b-pages" and flip.evidence["confirmed_cause"] == "page"
+    assert flip.evidence.confirmed_by == "a-prompt-b-pages" and flip.evidence.confirmed_cause == "page"
     # both inputs changed, the controlled run held the prompt fixed: the page is the primary cause
     assert flip.primary_cause == "page" and flip.causes == ["prompt", "page"]
     assert flip.summary.startswith("page (confirmed by a controlled run; the prompt changed too): ")
-    assert flip.evidence["confirmations"][0]["combination"] == "A's prompt with B's pages"
+    assert flip.evidence.confirmations[0].combination == "A's prompt with B's pages"
     assert "confirmed by a-prompt-b-pages: A's prompt with B's pages gives not_grounded → the page moved it" in flip.summary
     assert explain_flips(a, b).confirm_commands == []
     # not discovered when asked not to; passed explicitly instead
-    assert "confirmed_by" not in explain_flips(a, b, discover=False).flips[0].evidence
-    assert explain_flips(a, b, None, [Run(x.path)], discover=False).flips[0].evidence["confirmed_by"] == "a-prompt-b-pages"
+    assert explain_flips(a, b, discover=False).flips[0].evidence.confirmed_by is None
+    assert explain_flips(a, b, None, [Run(x.path)], discover=False).flips[0].evidence.confirmed_by == "a-prompt-b-pages"
 
 
 def test_crossed_run_with_a_verdict_points_to_the_prompt(tmp_path):
@@ -289,7 +293,7 @@ def test_crossed_run_with_a_verdict_points_to_the_prompt(tmp_path):
     b = run(tmp_path / "b", "v3", V3, [result("models-010", "not_grounded")], {MODELS_URL: after}, claims=[MINI])
     x = run(tmp_path / "x", "v2", V2, [result("models-010", "grounded")], {MODELS_URL: after}, claims=[MINI])
     flip = explain_flips(a, b, None, [x], discover=False).flips[0]
-    assert flip.evidence["confirmed_cause"] == "prompt" and flip.evidence["confirmations"][0]["points_to"] == "prompt"
+    assert flip.evidence.confirmed_cause == "prompt" and flip.evidence.confirmations[0].points_to == "prompt"
 
 
 def test_a_crossed_run_with_a_third_verdict_singles_out_neither_input(tmp_path):
@@ -304,7 +308,7 @@ def test_a_crossed_run_with_a_third_verdict_singles_out_neither_input(tmp_path):
     page = run(tmp_path / "y", "v3", V3, [result("models-010", "grounded")], {MODELS_URL: before}, claims=[MINI])
     for extras in ([third], [third, page], [page, third]):
         flip = explain_flips(a, b, None, extras, discover=False).flips[0]
-        assert flip.primary_cause == "prompt+page" and flip.evidence["confirmed_cause"] == "prompt+page", extras
+        assert flip.primary_cause == "prompt+page" and flip.evidence.confirmed_cause == "prompt+page", extras
         assert "the neither" not in flip.summary and "confirmed by" not in flip.summary
         assert "the controlled runs do not single out one input (" in flip.summary
         assert "x: A's prompt with B's pages gives source_silent" in flip.summary and flip.summary.endswith(
@@ -314,7 +318,7 @@ def test_a_crossed_run_with_a_third_verdict_singles_out_neither_input(tmp_path):
 
 def test_a_page_changed_only_where_no_verdict_rests_is_not_what_moved_it(tmp_path):
     # the models page changed between the runs, but each run's quote occurs in both versions: the page
-    # content the verdicts rest on did not change (SPEC: `page` is that content changing). With the same
+    # content the verdicts rest on did not change (`page` is that content changing). With the same
     # prompt it is not `page` but unknown (noise, or the change elsewhere); a repeat that flips makes it
     # model noise; with the prompt changed, it is the prompt
     before, after = learn_page("before", "azure-openai-models.md"), learn_page("after", "azure-openai-models.md")
@@ -351,7 +355,7 @@ def test_a_page_flip_to_grounded_names_the_line_that_now_grounds_it_not_a_change
     b = run(tmp_path / "b", "v3", V3, [result("c34", "grounded", new_row, url=url)], {url: after}, claims=[claim])
     flip = explain_flips(a, b, discover=False).flips[0]
     assert flip.primary_cause == "page"
-    assert flip.evidence["pages"][0]["new_line"] == new_row.strip() and "cusotom" not in flip.summary, flip.summary
+    assert flip.evidence.pages[0].new_line == new_row.strip() and "cusotom" not in flip.summary, flip.summary
 
 
 def test_repeats_within_noise_are_labelled_model(tmp_path):
@@ -366,9 +370,9 @@ def test_repeats_within_noise_are_labelled_model(tmp_path):
     run(tmp_path / "r" / "v2-third", "v2", V2, [result("models-003", "grounded")], {MODELS_URL: page},
         claims=[LOWER_BOUND])
     flip = explain_flips(a, b).flips[0]
-    rep = flip.evidence["repeats"]["a"]
-    assert rep["n"] == 3 and rep["verdicts"] == {"grounded": 2, "not_grounded": 1}
-    assert rep["flip_rate"] == pytest.approx(0.333)
+    rep = flip.evidence.repeats.a
+    assert rep.n == 3 and rep.verdicts == {"grounded": 2, "not_grounded": 1}
+    assert rep.flip_rate == pytest.approx(0.333)
     assert flip.primary_cause == "model" and flip.causes == ["prompt", "model"]
     assert flip.summary.startswith("model: within noise: 3 runs with the same prompt and pages gave grounded 2, "
                                    "not_grounded 1 (flip rate 0.33)")
@@ -392,8 +396,8 @@ def test_page_diff_of_a_section_added_at_the_end_of_a_real_page(tmp_path):
     b = run(tmp_path / "b", "v3", V3, [result("gpt52", "grounded", c["after"].strip(), url=url)], {url: after},
             claims=[claim])
     [flip] = explain_flips(a, b).flips
-    assert flip.primary_cause == "page" and flip.evidence["pages"][0]["near_claim"] is True
-    assert "+" + c["after"] in flip.evidence["pages"][0]["diff"].splitlines()
+    assert flip.primary_cause == "page" and flip.evidence.pages[0].near_claim is True
+    assert "+" + c["after"] in (flip.evidence.pages[0].diff or "").splitlines()
 
 
 @pytest.mark.parametrize("n, claim, expected", [
@@ -441,12 +445,12 @@ def test_discovery_uses_only_siblings_that_hold_one_side_fixed_and_says_which_an
     report = explain_flips(a, b)
     assert report.extra_runs == ["z-a-prompt-b-pages", "aaa-my-v3"]
     flip = report.flips[0]
-    assert flip.evidence["confirmed_by"] == "z-a-prompt-b-pages" and flip.primary_cause == "page"
-    used = {c["run"]: c for c in report.controlled_runs}
-    assert used["z-a-prompt-b-pages"]["role"] == "A's prompt with B's pages"
-    assert used["aaa-my-v3"]["role"] == "B's prompt with A's pages"
-    assert used["aaa-my-v3"]["found"] == "sibling folder"
-    assert used["z-a-prompt-b-pages"]["why"].startswith("z-a-prompt-b-pages: A's prompt with B's pages for 1 flipped claim")
+    assert flip.evidence.confirmed_by == "z-a-prompt-b-pages" and flip.primary_cause == "page"
+    used = {c.run: c for c in report.controlled_runs}
+    assert used["z-a-prompt-b-pages"].role == "A's prompt with B's pages"
+    assert used["aaa-my-v3"].role == "B's prompt with A's pages"
+    assert used["aaa-my-v3"].found == "sibling folder"
+    assert used["z-a-prompt-b-pages"].why.startswith("z-a-prompt-b-pages: A's prompt with B's pages for 1 flipped claim")
 
     from replay.reports.flips_html import render_html
     from replay.reports.flips_markdown import render_markdown
@@ -477,8 +481,8 @@ def test_a_claim_without_a_verdict_on_one_side_is_unknown_never_a_judge_flip(tmp
     assert [(f.id, f.verdict_a, f.verdict_b, f.primary_cause, f.causes) for f in report.flips] == [
         ("models-003", "grounded", None, "unknown", []), ("models-010", "grounded", None, "unknown", [])]
     flip, quiet = report.flips
-    assert flip.evidence["no_verdict"] == {"side": "b", "error": error}
-    assert flip.evidence["reasons"]["b"] == f"no verdict: {error}" and "repeats" not in flip.evidence
+    assert flip.evidence.no_verdict == NoVerdict(side="b", error=error)
+    assert flip.evidence.reasons.b == f"no verdict: {error}" and flip.evidence.repeats is None
     assert flip.summary == f"unknown: no verdict in B: {error}"
     # a claim with no error of its own carries its conversation's error
     assert quiet.summary == f"unknown: no verdict in B: {error}"
@@ -514,26 +518,26 @@ def test_a_sibling_recorded_with_another_model_is_no_controlled_run_and_says_so(
         model="claude-other")
     report = explain_flips(a, b)
     [flip] = report.flips
-    assert flip.primary_cause == "prompt+page" and "confirmations" not in flip.evidence and "repeats" not in flip.evidence
+    assert flip.primary_cause == "prompt+page" and not flip.evidence.confirmations and flip.evidence.repeats is None
     assert report.extra_runs == []
-    notes = {c["run"]: c for c in report.controlled_runs}
-    assert set(notes) == {"a-prompt-b-pages", "b-repeat"} and all(c["role"] is None for c in notes.values())
-    assert notes["a-prompt-b-pages"]["why"].startswith(
+    notes = {c.run: c for c in report.controlled_runs}
+    assert set(notes) == {"a-prompt-b-pages", "b-repeat"} and all(c.role is None for c in notes.values())
+    assert notes["a-prompt-b-pages"].why.startswith(
         "a-prompt-b-pages: not used: recorded with model claude-other, not the compared runs' (claude-test)")
     # still missing: the commands to record them (with the compared runs' model)
     assert report.confirm_commands and all("--model claude-test" in cmd for cmd in report.confirm_commands)
     # passed explicitly with --with, the same: named, not used
     given = explain_flips(a, b, None, [Run(runs / "a-prompt-b-pages")], discover=False)
-    assert "confirmations" not in given.flips[0].evidence
-    assert given.controlled_runs[0]["role"] is None and "claude-other" in given.controlled_runs[0]["why"]
+    assert not given.flips[0].evidence.confirmations
+    assert given.controlled_runs[0].role is None and "claude-other" in given.controlled_runs[0].why
 
     # the same sibling recorded with the compared runs' model is used, and its line names the model
     run(runs / "a-prompt-b-pages", "v2", V2, [result("models-010", "not_grounded")], {MODELS_URL: after},
         claims=[MINI], model="claude-test")
     report = explain_flips(a, b)
     assert report.flips[0].primary_cause == "page"
-    used = {c["run"]: c for c in report.controlled_runs}["a-prompt-b-pages"]
-    assert used["role"] == "A's prompt with B's pages" and "model claude-test" in used["why"]
+    used = {c.run: c for c in report.controlled_runs}["a-prompt-b-pages"]
+    assert used.role == "A's prompt with B's pages" and "model claude-test" in used.why
 
 
 def test_no_crossed_run_is_suggested_when_the_compared_runs_differ_in_model(tmp_path):
@@ -573,7 +577,7 @@ def test_a_claim_edited_between_the_runs_is_no_prompt_page_or_model_flip(tmp_pat
     b = run(tmp_path / "r" / "b", "v3", V3, [result("models-010", "not_grounded")], {MODELS_URL: page}, claims=[edited])
     flip = explain_flips(a, b, discover=False).flips[0]
     assert flip.primary_cause == "unknown" and flip.causes == []
-    assert flip.evidence["claim_changed"]["b"]["claim"] == edited["claim"]
+    assert flip.evidence.claim_changed.b.claim == edited["claim"]
     assert flip.summary.startswith("unknown: the runs judged different claims under this id (its text changed: ")
     assert "128,000" in flip.summary and "1,047,576" in flip.summary
     # claims given on the command line (`diff --claims`) fill in what a run does not say, never replace it
@@ -583,7 +587,7 @@ def test_a_claim_edited_between_the_runs_is_no_prompt_page_or_model_flip(tmp_pat
     c = run(tmp_path / "r" / "c", "v3", V3, [result("models-010", "not_grounded")], {MODELS_URL: page}, claims=[MINI])
     flip = explain_flips(a, c).flips[0]  # b, a sibling, is discovered but judged another claim
     assert flip.primary_cause == "model"
-    assert flip.evidence["repeats"]["a_and_b"]["runs"] == [a.name, c.name]
+    assert flip.evidence.repeats.a_and_b.runs == [a.name, c.name]
 
 
 def test_two_pages_of_one_name_are_told_apart_in_an_evidence_path():

@@ -358,7 +358,7 @@ def test_a_secret_is_redacted_from_a_report_written_in_pieces_as_from_the_whole(
     report = next(_demo_reports(50))
     first = report.flips[0]
     report.flips[0] = first.model_copy(update={"summary": f"{first.summary} {secret}",
-                                               "evidence": {**first.evidence, "claim": f"key {secret}"}})
+                                               "evidence": first.evidence.model_copy(update={"claim": f"key {secret}"})})
     _secrets.remember(secret)
     try:
         for pieces, whole in ((json_pieces, render_json), (markdown_pieces, render_markdown), (html_pieces, render_html)):

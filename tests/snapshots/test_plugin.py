@@ -15,6 +15,9 @@ import pytest
 import syrupy
 
 from factories import write_run
+from replay.errors import InputError
+from replay.snapshots.session import session_records
+from replay.snapshots.verdicts import RunVerdicts
 from replay.judge.runner import run_judge
 from replay.sim import start_learn, start_model
 
@@ -213,6 +216,47 @@ def test_seven_flips_at_default_verbosity_are_all_named(project: pytest.Pytester
         "accept: pytest --snapshot-update, then review `git diff snapshots/r1/`",
         *(f"  docs/a.md:a-{i:02}  grounded → not_grounded  (rule R2)" for i in range(7)),
     ])
+
+
+def test_every_worker_s_mismatches_reach_the_summary_under_xdist(project: pytest.Pytester,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each pytest-xdist worker keeps its own records; the controller prints the summary with every worker's."""
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    write_run(project.path / "runs" / "r1", results=r1_files(**{"a-1": {"judge_verdict": "not_grounded"}}))
+    write_run(project.path / "runs" / "r2", results=[{"file": "docs/c.md", "results": [claim("c-1", "source_silent")]}])
+
+    result = project.runpytest_subprocess("-p", "xdist", "-n", "2")
+    result.assert_outcomes(failed=2)
+    summary = result.stdout.str().split("verdict snapshots that differ (judge-replay)", 1)[1]
+    assert "docs/a.md:a-1  grounded → not_grounded" in summary and "docs/c.md:c-1  grounded → source_silent" in summary
+
+
+def test_an_inner_session_keeps_its_own_records_and_gives_the_running_one_back(
+        project: pytest.Pytester, request: pytest.FixtureRequest) -> None:
+    """A session's records live in its own `config.stash`: an inner (pytester) session's mismatches, owners
+    and failed runs are its own, and once it ends, a failed replay is the outer session's again."""
+    outer = session_records(request.config)
+    before = (set(outer.failed_runs), list(outer.mismatches), dict(outer.owners))
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    write_run(project.path / "runs" / "r1", results=r1_files(**{"a-1": {"judge_verdict": "not_grounded"}}))
+    (project.path / "runs" / "r2" / "results.json").write_text("{broken")
+
+    recorder = project.inline_run()
+    recorder.assertoutcome(failed=2)
+    [finished] = recorder.getcalls("pytest_unconfigure")
+    inner = session_records(finished.config)
+    assert inner is not outer and inner.failed_runs == {"r2"} and set(inner.owners) == {"r1"}
+    assert len(inner.mismatches) == 1 and inner.mismatches[0][0].startswith("run r1 differs from its snapshot")
+    assert (set(outer.failed_runs), list(outer.mismatches), dict(outer.owners)) == before
+
+    with pytest.raises(InputError):  # a run failing to load here, after the inner session: noted in this one
+        RunVerdicts.recorded(project.path / "runs" / "r2")
+    try:
+        assert "r2" in outer.failed_runs and inner.failed_runs == {"r2"}
+    finally:
+        outer.failed_runs.discard("r2")
 
 
 def test_a_claims_file_leaving_the_run_fails_then_its_file_goes(project: pytest.Pytester) -> None:

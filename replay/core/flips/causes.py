@@ -7,7 +7,7 @@ the entry point) from run folders; nothing here reads a file or the network.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypedDict
 
 from replay.core.flips.evidence import (
     ClaimTrace,
@@ -20,12 +20,33 @@ from replay.core.flips.evidence import (
     searches_changed,
 )
 from replay.core.flips.inputs import Key, Result, RunInput
+from replay.core.flips.prompt_diff import PromptState
 from replay.core.flips.repeats import _repeat_group, _repeats_evidence, _same_claim
 from replay.core.page_diff import changed_values, claim_values_on, line_values
 from replay.core.text import normalise_ws, value_tokens, without_thousands
 from replay.schema.claims import AnyClaim
-from replay.schema.common import GOLD_TO_VERDICT, FlipCause
-from replay.schema.flips import Flip
+from replay.schema.common import GOLD_TO_VERDICT, FlipCause, Verdict
+from replay.schema.flip_evidence import (
+    CitedRule,
+    ClaimChange,
+    Combination,
+    Confirmation,
+    FlipEvidence,
+    FlipPromptEvidence,
+    JudgedClaim,
+    ModelEvidence,
+    NoVerdict,
+    PageEvidence,
+    PathEvidence,
+    PointsTo,
+    RepeatsEvidence,
+    RunModel,
+    RunPath,
+    RunTexts,
+    SearchResults,
+    Side,
+)
+from replay.schema.flips import Flip, HeldClaim
 from replay.urls import page_name, page_names
 
 NO_VERDICT = "no verdict"
@@ -53,46 +74,45 @@ def _cite(rule: str, rules: Mapping[str, str]) -> str:
     return f"{rule} ({rules[rule]})" if rule in rules else rule
 
 
-def _prompt_reason(info: dict[str, Any], ra: Result | None, rb: Result | None) -> tuple[str, bool]:
+def _prompt_reason(prompts: PromptState, ra: Result | None, rb: Result | None) -> tuple[str, bool]:
     """(the prompt part of a summary, whether a cited rule exists on one side only)."""
-    name_b = info["b"]["name"] or "B"
-    name_a = info["a"]["name"] or "A"
-    rules_a, rules_b = info.get("rules_a", {}), info.get("rules_b", {})
+    info = prompts.comparison
+    name_b = info.b.name or "B"
+    name_a = info.a.name or "A"
+    rules_a, rules_b = prompts.rules_a, prompts.rules_b
     rule_a, rule_b = (ra.rule if ra else ""), (rb.rule if rb else "")
     if rule_b and rule_b in rules_b and rule_b not in rules_a:
         return f"B cites {_cite(rule_b, rules_b)}, new in {name_b}", True
     if rule_a and rule_a in rules_a and rule_a not in rules_b:
         return f"A cites {_cite(rule_a, rules_a)}, dropped in {name_b}", True
-    if rule_b and rule_b in info.get("rules_changed", {}):
+    if rule_b and rule_b in info.rules_changed:
         return f"B cites {_cite(rule_b, rules_b)}, reworded in {name_b}", False
     parts = []
-    if info.get("rules_added"):
-        parts.append("adds " + ", ".join(info["rules_added"]))
-    if info.get("rules_removed"):
-        parts.append("drops " + ", ".join(info["rules_removed"]))
-    n_sections = len(info.get("sections_added", [])) + len(info.get("sections_changed", [])) + len(
-        info.get("sections_removed", []))
+    if info.rules_added:
+        parts.append("adds " + ", ".join(info.rules_added))
+    if info.rules_removed:
+        parts.append("drops " + ", ".join(info.rules_removed))
+    n_sections = len(info.sections_added) + len(info.sections_changed) + len(info.sections_removed)
     if n_sections:
         parts.append(f"{n_sections} section{'s' if n_sections != 1 else ''} differ")
     detail = f" ({'; '.join(parts)})" if parts else ""
     return f"{name_a} → {name_b}{detail}", False
 
 
-def _page_reason(pages: list[dict[str, Any]], claim: AnyClaim | None) -> str:
-    changed = [p for p in pages if p.get("changed")]
+def _page_reason(pages: list[PageEvidence], claim: AnyClaim | None) -> str:
+    changed = [p for p in pages if p.changed]
     if not changed:
         return ""
-    p = next((p for p in changed if p.get("near_claim")), changed[0])
-    name = page_name(p["url"])
-    shas = f"sha {(p['sha256_a'] or '')[:4] or 'missing'}→{(p['sha256_b'] or '')[:4] or 'missing'}"
-    if p["sha256_a"] is None or p["sha256_b"] is None:
-        gone = "could no longer be retrieved" if p["sha256_b"] is None else "could not be retrieved in A"
+    p = next((p for p in changed if p.near_claim), changed[0])
+    name = page_name(p.url)
+    shas = f"sha {(p.sha256_a or '')[:4] or 'missing'}→{(p.sha256_b or '')[:4] or 'missing'}"
+    if p.sha256_a is None or p.sha256_b is None:
+        gone = "could no longer be retrieved" if p.sha256_b is None else "could not be retrieved in A"
         return f"{name} {gone} ({shas})"
-    if not p.get("near_claim"):
-        note = p.get("note") or "page changed"
+    if not p.near_claim:
+        note = p.note or "page changed"
         return f"{name} changed, not near the claim ({note}; {shas})"
-    old: str | None = p.get("old_line")
-    new: str | None = p.get("new_line")
+    old, new = p.old_line, p.new_line
     if old is None:
         return f"a line now in {name} reads '{_clip(new)}' ({shas})" if new else f"{name} changed near the claim ({shas})"
     if new is None:
@@ -110,7 +130,7 @@ def _page_reason(pages: list[dict[str, Any]], claim: AnyClaim | None) -> str:
     return f"the claim's line changed in {name}: '{_clip(old, new)}' → '{_clip(new, old)}' ({shas})"
 
 
-def _search_reason(searches: dict[str, dict[str, list[str]]]) -> str:
+def _search_reason(searches: Mapping[str, SearchResults]) -> str:
     if not searches:
         return ""
     query, found = next(iter(searches.items()))
@@ -118,7 +138,7 @@ def _search_reason(searches: dict[str, dict[str, list[str]]]) -> str:
     def names(urls: list[str]) -> str:
         return " + ".join(page_name(u) for u in urls[:3]) + (" …" if len(urls) > 3 else "") or "nothing"
 
-    return f"Learn's search for '{_clip(query)}' returned other pages ({names(found['a'])} → {names(found['b'])})"
+    return f"Learn's search for '{_clip(query)}' returned other pages ({names(found.a)} → {names(found.b)})"
 
 
 def _clip(text: str, other: str | None = None, n: int = 70) -> str:
@@ -146,9 +166,9 @@ def _path_reason(ta: ClaimTrace, tb: ClaimTrace) -> str:
 
 
 def explain_flip(
-    key: Key, a: RunInput, b: RunInput, prompt_changed: bool | None, prompt_info: dict[str, Any],
-    extras: Sequence[RunInput], gold: Mapping[Key, str], *, hunks: bool = True,
-) -> tuple[Flip | None, dict[str, str] | None]:
+    key: Key, a: RunInput, b: RunInput, prompts: PromptState, extras: Sequence[RunInput], gold: Mapping[Key, str],
+    *, hunks: bool = True,
+) -> tuple[Flip | None, HeldClaim | None]:
     """(the flip, when the verdict moved; the held-despite-page-change entry, when it did not and a page
     the claim rests on changed). `hunks=False`: its pages' diff texts left empty."""
     ra, rb = a.results[key], b.results[key]
@@ -161,17 +181,18 @@ def explain_flip(
             return None, None
         first = next(c for c in compares if c.changed)
         ev = _page_evidence(first, ta, tb, claim, ra, rb, a, b, detail=False)
-        return None, {
-            "file": key[0], "id": key[1], "verdict": ra.judge_verdict, "url": ev["url"],
-            "sha256_a": ev["sha256_a"] or "missing", "sha256_b": ev["sha256_b"] or "missing",
-            "where": "near the claim" if ev.get("near_claim") else (ev.get("note") or "page changed elsewhere"),
-        }
+        return None, HeldClaim(
+            file=key[0], id=key[1], verdict=ra.judge_verdict, url=ev.url,
+            sha256_a=ev.sha256_a or "missing", sha256_b=ev.sha256_b or "missing",
+            where="near the claim" if ev.near_claim else (ev.note or "page changed elsewhere"),
+        )
 
     if ra.judge_verdict is None or rb.judge_verdict is None:
         return _no_verdict_flip(key, a, b, claim, gold), None
     if not _same_claim(a, b, key):
         return _claim_changed_flip(key, a, b, gold), None
 
+    prompt_changed = prompts.changed
     pages = [_page_evidence(c, ta, tb, claim, ra, rb, a, b, hunks=hunks) for c in compares]
     both_recorded = ta.recorded and tb.recorded
     searches = searches_changed(ta, tb)
@@ -186,27 +207,18 @@ def explain_flip(
     path_differs = (ta.path != tb.path) if both_recorded else None
     model_differs = a.model != b.model or dict(a.versions) != dict(b.versions)
 
-    evidence: dict[str, Any] = {
-        "claim": claim.claim if claim else None,
-        "claim_values": value_tokens(claim.claim) if claim else [],
-        "quotes": {"a": ra.evidence_quote, "b": rb.evidence_quote},
-        "rules": {"a": ra.rule, "b": rb.rule},
-        "reasons": {"a": ra.reason, "b": rb.reason},
-        "evidence_urls": {"a": ra.evidence_url, "b": rb.evidence_url},
-        "prompt": _flip_prompt_evidence(prompt_info, ra, rb),
-        "pages": pages,
-        **({"searches_changed": searches} if searches else {}),
-        "path": {
-            "a": {"read": ta.read, "cited": ta.cited, "searched": ta.searched, "recorded": ta.recorded},
-            "b": {"read": tb.read, "cited": tb.cited, "searched": tb.searched, "recorded": tb.recorded},
-            "differs": path_differs,
-        },
-        "model": {
-            "a": {"model": a.model, "versions": dict(a.versions)},
-            "b": {"model": b.model, "versions": dict(b.versions)},
-            "differs": model_differs,
-        },
-    }
+    evidence = FlipEvidence(
+        claim=claim.claim if claim else None,
+        claim_values=value_tokens(claim.claim) if claim else [],
+        **_both_verdicts(ra, rb),
+        prompt=_flip_prompt_evidence(prompts, ra, rb),
+        pages=pages,
+        path=PathEvidence(a=_run_path(ta), b=_run_path(tb), differs=path_differs),
+        model=ModelEvidence(a=RunModel(model=a.model, versions=dict(a.versions)),
+                            b=RunModel(model=b.model, versions=dict(b.versions)), differs=model_differs),
+    )
+    if searches:
+        evidence.searches_changed = searches
 
     causes: list[FlipCause] = []
     if prompt_changed:
@@ -238,18 +250,20 @@ def explain_flip(
     group_a = _repeat_group(a, ta, runs, traces, key)
     group_b = _repeat_group(b, tb, runs, traces, key)
     within_noise = False
-    repeats: dict[str, Any] = {}
+    repeats = RepeatsEvidence()
     if group_a == group_b and len(group_a) >= 2:
-        repeats["a_and_b"] = _repeats_evidence(runs, traces, group_a, key)
+        repeats.a_and_b = _repeats_evidence(runs, traces, group_a, key)
         within_noise = True
     else:
-        for side, group, other in (("a", group_a, rb.judge_verdict), ("b", group_b, ra.judge_verdict)):
-            if len(group) >= 2:
-                repeats[side] = _repeats_evidence(runs, traces, group, key)
-                if any(runs[i].results[key].judge_verdict == other for i in group):
-                    within_noise = True
-    if repeats:
-        evidence["repeats"] = repeats
+        if len(group_a) >= 2:
+            repeats.a = _repeats_evidence(runs, traces, group_a, key)
+            within_noise = any(runs[i].results[key].judge_verdict == rb.judge_verdict for i in group_a)
+        if len(group_b) >= 2:
+            repeats.b = _repeats_evidence(runs, traces, group_b, key)
+            if any(runs[i].results[key].judge_verdict == ra.judge_verdict for i in group_b):
+                within_noise = True
+    if repeats.model_fields_set:
+        evidence.repeats = repeats
     noise_note = ""
     if within_noise and primary != "model" and (primary != "unknown" or elsewhere):
         noise_note = _noise_note(repeats)
@@ -260,30 +274,29 @@ def explain_flip(
     # Controlled re-runs: A's prompt with B's pages, B's prompt with A's pages.
     confirmations = _confirmations(key, a, b, ta, tb, extras, traces[2:], prompt_changed, page_changed)
     if confirmations:
-        evidence["confirmed_by"] = confirmations[0]["run"]
-        evidence["confirmations"] = confirmations
+        evidence.confirmed_by = confirmations[0].run
+        evidence.confirmations = confirmations
         # one cause only when every crossed run points to it; a third verdict ("neither") says the two
         # inputs moved it together
-        points = {c["points_to"] for c in confirmations}
-        evidence["confirmed_cause"] = (points.pop() if len(points) == 1 and "neither" not in points
-                                       else "prompt+page")
+        points = {c.points_to for c in confirmations}
+        single = points.pop() if len(points) == 1 else "neither"
+        evidence.confirmed_cause = single if single != "neither" else "prompt+page"
 
     if not causes and primary == "model":
         causes.append("model")
     if primary not in causes and primary not in ("unknown", "prompt+page"):
         causes.insert(0, primary)
 
-    summary = _summary(primary, evidence, prompt_info, ra, rb, claim, ta, tb, a, b, page_changed,
-                       prompt_changed, noise_note)
+    summary = _summary(primary, evidence, prompts, ra, rb, claim, ta, tb, page_changed, noise_note)
     if primary == "unknown" and elsewhere and page_changed is not None and prompt_changed is not None:
-        names = " and ".join(dict.fromkeys(page_name(p["url"]) for p in pages if p.get("changed")))
+        names = " and ".join(dict.fromkeys(page_name(p.url) for p in pages if p.changed))
         summary = (f"unknown: {names} changed, but not where either verdict rests (each quote occurs in both "
                    "versions, or only the formatting changed); same prompt and evidence path: model noise, or the "
                    "page's change elsewhere (diff --confirm re-records the claim to tell)")
-    confirmed = evidence.get("confirmed_cause")
+    confirmed = evidence.confirmed_cause
     if primary == "prompt+page" and confirmed in ("prompt", "page"):
         # Both inputs changed, but a controlled re-run held one fixed: it says which one moved the verdict.
-        primary = confirmed
+        primary = "prompt" if confirmed == "prompt" else "page"
         summary = f"{confirmed} (confirmed by a controlled run; the " + (
             "page" if confirmed == "prompt" else "prompt") + " changed too): " + summary.removeprefix("prompt+page: ")
     flip = Flip(
@@ -291,6 +304,29 @@ def explain_flip(
         primary_cause=primary, causes=causes, evidence=evidence, summary=summary,
     )
     return _with_gold(flip, gold.get(key)), None
+
+
+class _BothVerdicts(TypedDict):
+    """`FlipEvidence`'s fields that every flip has: what each verdict says."""
+
+    quotes: RunTexts
+    rules: RunTexts
+    reasons: RunTexts
+    evidence_urls: RunTexts
+
+
+def _both_verdicts(ra: Result, rb: Result, reason_a: str | None = None, reason_b: str | None = None) -> _BothVerdicts:
+    """Each verdict's quote, rule, reason (or the one given for it) and evidence URL."""
+    return _BothVerdicts(
+        quotes=RunTexts(a=ra.evidence_quote, b=rb.evidence_quote),
+        rules=RunTexts(a=ra.rule, b=rb.rule),
+        reasons=RunTexts(a=ra.reason if reason_a is None else reason_a, b=rb.reason if reason_b is None else reason_b),
+        evidence_urls=RunTexts(a=ra.evidence_url, b=rb.evidence_url),
+    )
+
+
+def _run_path(t: ClaimTrace) -> RunPath:
+    return RunPath(read=t.read, cited=t.cited, searched=t.searched, recorded=t.recorded)
 
 
 def _with_gold(flip: Flip, label: str | None) -> Flip:
@@ -312,17 +348,14 @@ def _no_verdict_flip(key: Key, a: RunInput, b: RunInput, claim: AnyClaim | None,
     """A claim with a verdict on one side only. The judge did not change its verdict (it gave none), so no
     input is a cause: `unknown`, with the silent side's error as the evidence."""
     ra, rb = a.results[key], b.results[key]
-    side, run = ("a", a) if ra.judge_verdict is None else ("b", b)
-    error = _no_verdict_error(run, key)
-    reasons = {"a": ra.reason, "b": rb.reason, side: f"{NO_VERDICT}: {error}"}
-    evidence: dict[str, Any] = {
-        "claim": claim.claim if claim else None,
-        "no_verdict": {"side": side, "error": error},
-        "quotes": {"a": ra.evidence_quote, "b": rb.evidence_quote},
-        "rules": {"a": ra.rule, "b": rb.rule},
-        "reasons": reasons,
-        "evidence_urls": {"a": ra.evidence_url, "b": rb.evidence_url},
-    }
+    side: Side = "a" if ra.judge_verdict is None else "b"
+    error = _no_verdict_error(a if side == "a" else b, key)
+    silent = f"{NO_VERDICT}: {error}"
+    evidence = FlipEvidence(
+        claim=claim.claim if claim else None,
+        no_verdict=NoVerdict(side=side, error=error),
+        **_both_verdicts(ra, rb, *((silent, None) if side == "a" else (None, silent))),
+    )
     flip = Flip(file=key[0], id=key[1], verdict_a=ra.judge_verdict, verdict_b=rb.judge_verdict,
                 primary_cause="unknown", causes=[], evidence=evidence,
                 summary=no_verdict_summary(side.upper(), error))
@@ -334,18 +367,11 @@ def _claim_changed_flip(key: Key, a: RunInput, b: RunInput, gold: Mapping[Key, s
     evidence path nor model can be told apart from the edit of the claim, so the cause is `unknown`, with
     both claims as the evidence."""
     ra, rb, ca, cb = a.results[key], b.results[key], a.claims[key], b.claims[key]
-    changed = {side: {"claim": c.claim, "claim_type": c.claim_type, "evidence_url": c.evidence_url}
-               for side, c in (("a", ca), ("b", cb))}
-    evidence: dict[str, Any] = {
-        "claim": ca.claim,
-        "claim_changed": changed,
-        "quotes": {"a": ra.evidence_quote, "b": rb.evidence_quote},
-        "rules": {"a": ra.rule, "b": rb.rule},
-        "reasons": {"a": ra.reason, "b": rb.reason},
-        "evidence_urls": {"a": ra.evidence_url, "b": rb.evidence_url},
-    }
+    changed = ClaimChange(a=JudgedClaim(claim=ca.claim, claim_type=ca.claim_type, evidence_url=ca.evidence_url),
+                          b=JudgedClaim(claim=cb.claim, claim_type=cb.claim_type, evidence_url=cb.evidence_url))
+    evidence = FlipEvidence(claim=ca.claim, claim_changed=changed, **_both_verdicts(ra, rb))
     what = [shown for name, shown in (("claim", "text"), ("claim_type", "type"), ("evidence_url", "cited page"))
-            if changed["a"][name] != changed["b"][name]]
+            if getattr(changed.a, name) != getattr(changed.b, name)]
     summary = (f"unknown: the runs judged different claims under this id (its {' and '.join(what)} changed: "
                f"A '{_clip(ca.claim, cb.claim)}', B '{_clip(cb.claim, ca.claim)}'), so the flip says nothing "
                "about the prompt, the pages or the model")
@@ -354,28 +380,34 @@ def _claim_changed_flip(key: Key, a: RunInput, b: RunInput, gold: Mapping[Key, s
     return _with_gold(flip, gold.get(key))
 
 
-def _noise_note(repeats: dict[str, Any]) -> str:
-    group: dict[str, Any] = repeats.get("a_and_b") or repeats.get("a") or repeats["b"]
-    counts = ", ".join(f"{v} {n}" for v, n in group["verdicts"].items())
-    return f"within noise: {group['n']} runs with the same prompt and pages gave {counts} (flip rate {group['flip_rate']:.2f})"
+def _noise_note(repeats: RepeatsEvidence) -> str:
+    group = repeats.a_and_b or repeats.a or repeats.b
+    assert group is not None  # within noise: a side has repeats
+    counts = ", ".join(f"{v} {n}" for v, n in group.verdicts.items())
+    return f"within noise: {group.n} runs with the same prompt and pages gave {counts} (flip rate {group.flip_rate:.2f})"
 
 
-def _flip_prompt_evidence(info: dict[str, Any], ra: Result, rb: Result) -> dict[str, Any]:
-    ev = {k: v for k, v in info.items() if k not in ("rules_a", "rules_b")}
-    rules_a, rules_b = info.get("rules_a", {}), info.get("rules_b", {})
+def _flip_prompt_evidence(prompts: PromptState, ra: Result, rb: Result) -> FlipPromptEvidence:
+    rules_a, rules_b = prompts.rules_a, prompts.rules_b
+    run_level = prompts.comparison
+    set_there = set(run_level.model_fields_set)
+    # the report's comparison, its values shared by every flip rather than copied into each
+    ev = FlipPromptEvidence.model_construct(set_there, **{name: getattr(run_level, name) for name in set_there})
+
+    def cited(rule: str, rules: Mapping[str, str]) -> CitedRule:
+        return CitedRule(rule=rule, title=rules.get(rule), in_a=rule in rules_a, in_b=rule in rules_b)
+
     if rb.rule:
-        ev["rule_b"] = {"rule": rb.rule, "title": rules_b.get(rb.rule), "in_a": rb.rule in rules_a,
-                        "in_b": rb.rule in rules_b}
+        ev.rule_b = cited(rb.rule, rules_b)
     if ra.rule:
-        ev["rule_a"] = {"rule": ra.rule, "title": rules_a.get(ra.rule), "in_a": ra.rule in rules_a,
-                        "in_b": ra.rule in rules_b}
+        ev.rule_a = cited(ra.rule, rules_a)
     return ev
 
 
 def _confirmations(
     key: Key, a: RunInput, b: RunInput, ta: ClaimTrace, tb: ClaimTrace, extras: Sequence[RunInput],
     extra_traces: Sequence[ClaimTrace], prompt_changed: bool | None, page_changed: bool | None,
-) -> list[dict[str, Any]]:
+) -> list[Confirmation]:
     if not (prompt_changed and page_changed):
         return []  # a crossed run only separates prompt from page when both differ
     va, vb = a.results[key].judge_verdict, b.results[key].judge_verdict
@@ -386,30 +418,32 @@ def _confirmations(
             continue
         vx = x.results[key].judge_verdict
         if x.prompt_id == a.prompt_id and _has_pages_of(x, tx, b, tb) and not _same_pages(x, tx, a, ta):
-            combo, moved = "A's prompt with B's pages", {vb: "page", va: "prompt"}
+            combo: Combination = "A's prompt with B's pages"
+            moved: dict[Verdict | None, PointsTo] = {vb: "page", va: "prompt"}
         elif x.prompt_id == b.prompt_id and _has_pages_of(x, tx, a, ta) and not _same_pages(x, tx, b, tb):
             combo, moved = "B's prompt with A's pages", {vb: "prompt", va: "page"}
         else:
             continue
-        out.append({"run": x.name, "combination": combo, "verdict": vx, "points_to": moved.get(vx, "neither")})
+        out.append(Confirmation(run=x.name, combination=combo, verdict=vx, points_to=moved.get(vx, "neither")))
     return out
 
 
 def _summary(
-    primary: FlipCause, ev: dict[str, Any], info: dict[str, Any], ra: Result, rb: Result,
-    claim: AnyClaim | None, ta: ClaimTrace, tb: ClaimTrace, a: RunInput, b: RunInput,
-    page_changed: bool | None, prompt_changed: bool | None, noise_note: str,
+    primary: FlipCause, ev: FlipEvidence, prompts: PromptState, ra: Result, rb: Result,
+    claim: AnyClaim | None, ta: ClaimTrace, tb: ClaimTrace, page_changed: bool | None, noise_note: str,
 ) -> str:
-    prompt_part, _ = _prompt_reason(info, ra, rb) if prompt_changed else ("", False)
-    page_part = _page_reason(ev["pages"], claim) or _search_reason(ev.get("searches_changed", {}))
-    n_pages = sum(1 for p in ev["pages"] if p.get("changed") is False)
+    prompt_changed = prompts.changed
+    prompt_part, _ = _prompt_reason(prompts, ra, rb) if prompt_changed else ("", False)
+    page_part = _page_reason(ev.pages, claim) or _search_reason(ev.searches_changed)
+    n_pages = sum(1 for p in ev.pages if p.changed is False)
     same_pages = ("page unchanged" if n_pages == 1 else "pages unchanged") if n_pages else "no page compared"
-    moved = list(dict.fromkeys(page_name(p["url"]) for p in ev["pages"] if p.get("changed")))
+    moved = list(dict.fromkeys(page_name(p.url) for p in ev.pages if p.changed))
     if page_changed is False and moved:  # `_rests_unchanged`
         same_pages = f"{' and '.join(moved)} changed, not where either verdict rests"
+    assert ev.path is not None and ev.model is not None  # a flip both runs gave a verdict on
     if primary == "prompt":
         line = f"prompt: {prompt_part}; {same_pages}"
-        if ev["path"]["differs"]:
+        if ev.path.differs:
             line += f"; {_path_reason(ta, tb)}"
     elif primary == "page":
         line = f"page: {page_part}; prompt unchanged"
@@ -421,9 +455,9 @@ def _summary(
         if noise_note:
             line = f"model: {noise_note}"
         else:
-            ma, mb = ev["model"]["a"]["model"], ev["model"]["b"]["model"]
+            ma, mb = ev.model.a.model, ev.model.b.model
             who = f"{ma} → {mb}" if ma != mb else f"same model {ma}"
-            sdk = _sdk_change(ev["model"]["a"]["versions"], ev["model"]["b"]["versions"])
+            sdk = _sdk_change(ev.model.a.versions, ev.model.b.versions)
             line = f"model: same prompt, pages and evidence path; {who}{sdk}"
     else:
         missing = []
@@ -434,12 +468,12 @@ def _summary(
             missing.append(f"no Learn traffic recorded for this claim in {' and '.join(sides) or 'either run'}")
         known = f" (prompt {'changed: ' + prompt_part if prompt_changed else 'unchanged'})" if prompt_changed is not None else ""
         line = f"unknown: {'; '.join(missing)}{known}"
-    conf = ev.get("confirmations")
-    if conf and ev.get("confirmed_cause") in ("prompt", "page"):
+    conf = ev.confirmations
+    if conf and ev.confirmed_cause in ("prompt", "page"):
         c = conf[0]
-        line += f" — confirmed by {c['run']}: {c['combination']} gives {c['verdict']} → the {c['points_to']} moved it"
+        line += f" — confirmed by {c.run}: {c.combination} gives {c.verdict} → the {c.points_to} moved it"
     elif conf:
-        said = "; ".join(f"{c['run']}: {c['combination']} gives {c['verdict']}" for c in conf)
+        said = "; ".join(f"{c.run}: {c.combination} gives {c.verdict}" for c in conf)
         line += f" — the controlled runs do not single out one input ({said}): prompt and page moved it together"
     return line
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from replay.core.flips.inputs import Key, PageRead, Result, RunInput
 from replay.core.page_diff import region_diff
 from replay.core.page_lines import claim_line_pair, formatting_free, quote_in
 from replay.core.text import normalise_ws, quote_occurs, subject_words, value_tokens
 from replay.schema.claims import AnyClaim
+from replay.schema.flip_evidence import PageEvidence, SearchResults, Side
 from replay.urls import normalise_learn_url, page_name
 
 # --------------------------------------------------------------------------- the pages a claim rests on
@@ -76,11 +76,15 @@ def claim_trace(run: RunInput, key: Key) -> ClaimTrace:
     return ClaimTrace(conv is not None, read, cited, searched, pages, found)
 
 
-def searches_changed(ta: ClaimTrace, tb: ClaimTrace) -> dict[str, dict[str, list[str]]]:
+def searches_changed(ta: ClaimTrace, tb: ClaimTrace) -> dict[str, SearchResults]:
     """The searches both runs made for the claim (the same query) whose results differ: Learn's index
     changed, so the pages available did, even where no page's content changed."""
-    return {q: {"a": list(ta.found[q]), "b": list(tb.found[q])} for q in ta.found if q in tb.found
-            and ta.found[q] != tb.found[q]}
+    return {q: SearchResults(a=list(ta.found[q]), b=list(tb.found[q])) for q in _changed_searches(ta, tb)}
+
+
+def _changed_searches(ta: ClaimTrace, tb: ClaimTrace) -> list[str]:
+    """The queries of `searches_changed`."""
+    return [q for q in ta.found if q in tb.found and ta.found[q] != tb.found[q]]
 
 
 def _version(run: RunInput, trace: ClaimTrace, url: str) -> PageRead | None:
@@ -128,51 +132,52 @@ def _rests_unchanged(cmp: PageCompare, ra: Result, rb: Result) -> bool:
 def _page_evidence(
     cmp: PageCompare, ta: ClaimTrace, tb: ClaimTrace, claim: AnyClaim | None, ra: Result | None,
     rb: Result | None, a: RunInput, b: RunInput, *, detail: bool = True, hunks: bool = True,
-) -> dict[str, Any]:
+) -> PageEvidence:
     """What one page says about a claim in the two runs. `detail=False`: only whether and where the page
     changed (`near_claim`, `note`), without the diff's text and the changed line (a verdict that held).
     `hunks=False`: the diff's text left empty (a report that does not show it)."""
     quote_a = ra.evidence_quote if ra else ""
     quote_b = rb.evidence_quote if rb else ""
-    ev: dict[str, Any] = {
-        "url": (cmp.a or cmp.b or cmp).url,
-        "read_by": [side for side, t in (("a", ta), ("b", tb)) if cmp.url in t.read],
-        "cited_by": [side for side, t in (("a", ta), ("b", tb)) if cmp.url == t.cited],
-        "sha256_a": cmp.a.sha256 if cmp.a else None,
-        "sha256_b": cmp.b.sha256 if cmp.b else None,
-        "changed": cmp.changed if cmp.compared else None,
-    }
-    if not cmp.compared:
-        ev["note"] = f"only run {'a' if cmp.a else 'b'} holds this page"
+    sides: tuple[tuple[Side, ClaimTrace], ...] = (("a", ta), ("b", tb))
+    ev = PageEvidence(
+        url=(cmp.a or cmp.b or cmp).url,
+        read_by=[side for side, t in sides if cmp.url in t.read],
+        cited_by=[side for side, t in sides if cmp.url == t.cited],
+        sha256_a=cmp.a.sha256 if cmp.a else None,
+        sha256_b=cmp.b.sha256 if cmp.b else None,
+        changed=cmp.changed if cmp.compared else None,
+    )
+    if cmp.a is None or cmp.b is None:
+        ev.note = f"only run {'a' if cmp.a else 'b'} holds this page"
         return ev
-    text_a, text_b = cmp.a.text or "", cmp.b.text or ""  # type: ignore[union-attr]
-    if quote_a and cmp.b.text is not None:  # type: ignore[union-attr]
-        ev["quote_a_in_b"] = quote_occurs(quote_a, text_b)
-    if quote_b and cmp.a.text is not None:  # type: ignore[union-attr]
-        ev["quote_b_in_a"] = quote_occurs(quote_b, text_a)
+    text_a, text_b = cmp.a.text or "", cmp.b.text or ""
+    if quote_a and cmp.b.text is not None:
+        ev.quote_a_in_b = quote_occurs(quote_a, text_b)
+    if quote_b and cmp.a.text is not None:
+        ev.quote_b_in_a = quote_occurs(quote_b, text_a)
     if not cmp.changed:
-        ev["note"] = "page unchanged"
+        ev.note = "page unchanged"
         return ev
-    if cmp.a.text is None or cmp.b.text is None:  # type: ignore[union-attr]
-        ev["note"] = "page could not be retrieved in run " + ("a" if cmp.a.text is None else "b")  # type: ignore[union-attr]
+    if cmp.a.text is None or cmp.b.text is None:
+        ev.note = "page could not be retrieved in run " + ("a" if cmp.a.text is None else "b")
         return ev
     claim_text = claim.claim if claim else ""
-    name = page_name(ev["url"])
+    name = page_name(ev.url)
     diff = region_diff(
         text_a, text_b, values=value_tokens(claim_text), quotes=[q for q in (quote_a, quote_b) if q],
         subjects=subject_words(claim_text),
         old_label=f"{name} in {a.name} (sha {short_hash_of(cmp.a)})",
         new_label=f"{name} in {b.name} (sha {short_hash_of(cmp.b)})", hunks=detail and hunks,
     )
-    ev["diff"] = diff.unified
-    ev["near_claim"] = diff.near_claim
+    ev.diff = diff.unified
+    ev.near_claim = diff.near_claim
     if diff.note:
-        ev["note"] = diff.note
+        ev.note = diff.note
     if diff.near_claim and detail:
         b_first = bool(quote_b) and not quote_in(quote_b, text_a)  # B rests on a line A's page lacked: that one
         old_line, new_line = claim_line_pair(text_a, text_b, claim_text, quote_a, quote_b, b_first=b_first)
         if old_line is not None or new_line is not None:
-            ev["old_line"], ev["new_line"] = old_line, new_line
+            ev.old_line, ev.new_line = old_line, new_line
     return ev
 
 
@@ -194,7 +199,7 @@ def _same_pages(x: RunInput, tx: ClaimTrace, y: RunInput, ty: ClaimTrace) -> boo
         compared += 1
         if _sha(px) != _sha(py):
             return False
-    if searches_changed(tx, ty):
+    if _changed_searches(tx, ty):
         return False
     return compared > 0 or (not urls and tx.recorded and ty.recorded)
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Literal
 
 from replay.core.flips.evidence import ClaimTrace, _has_pages_of, _same_pages, claim_trace
 from replay.core.flips.inputs import Key, RunInput
 from replay.schema.claims import as_judged
+from replay.schema.common import Verdict
+from replay.schema.flip_evidence import Repeats
+from replay.schema.flips import ControlledRun, ControlRole
 
 
 def _flip_rate(verdicts: Sequence[str | None]) -> float:
@@ -35,17 +38,15 @@ def _repeat_group(ref: RunInput, tref: ClaimTrace, runs: Sequence[RunInput], tra
 
 
 def _repeats_evidence(runs: Sequence[RunInput], traces: Sequence[ClaimTrace], group: list[int],
-                      key: Key) -> dict[str, Any]:
+                      key: Key) -> Repeats:
     verdicts = [runs[i].results[key].judge_verdict for i in group]
-    return {
-        "runs": [runs[i].name for i in group],
-        "n": len(group),
-        "verdicts": dict(Counter(v or "none" for v in verdicts)),
-        "flip_rate": _flip_rate(verdicts),
-    }
+    counted: Counter[Verdict | Literal["none"]] = Counter(v or "none" for v in verdicts)
+    return Repeats(runs=[runs[i].name for i in group], n=len(group), verdicts=dict(counted),
+                   flip_rate=_flip_rate(verdicts))
 
 
-ROLES = ("A's prompt with B's pages", "B's prompt with A's pages", "a repeat of A", "a repeat of B")
+ROLES: tuple[ControlRole, ...] = (
+    "A's prompt with B's pages", "B's prompt with A's pages", "a repeat of A", "a repeat of B")
 """How another run can hold one side of an A → B comparison fixed, most telling first."""
 
 
@@ -56,7 +57,7 @@ def flipped_keys(a: RunInput, b: RunInput) -> list[Key]:
 
 
 def _role_for(x: RunInput, tx: ClaimTrace, a: RunInput, ta: ClaimTrace, b: RunInput, tb: ClaimTrace,
-              key: Key) -> str | None:
+              key: Key) -> ControlRole | None:
     """Which of ROLES x plays for one claim, its model aside: the same claim as both sides, the same prompt
     (by sha) as one side and the same page versions as the other side (a crossed run) or as the same
     side (a repeat)."""
@@ -74,7 +75,7 @@ def _role_for(x: RunInput, tx: ClaimTrace, a: RunInput, ta: ClaimTrace, b: RunIn
     return None
 
 
-def _models_held(role: str, x: RunInput, a: RunInput, b: RunInput) -> bool:
+def _models_held(role: ControlRole, x: RunInput, a: RunInput, b: RunInput) -> bool:
     """A controlled run moves one input only: a repeat has its side's model, a crossed run the model of
     both sides (when A and B differ in model, no crossed run isolates the prompt or the page)."""
     if role == ROLES[2]:
@@ -84,15 +85,17 @@ def _models_held(role: str, x: RunInput, a: RunInput, b: RunInput) -> bool:
     return x.model == a.model == b.model
 
 
-def controlled_role(x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key]) -> dict[str, Any] | None:
+def controlled_role(
+    x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key], found: Literal["given", "sibling folder"],
+) -> ControlledRun | None:
     """How run x holds one side of A → B fixed for the flipped claims `keys` it judged: the same prompt
     (by sha) as one side, the same model, and, claim by claim, the same page versions as the other side
-    (a crossed run) or as the same side (a repeat). None when it plays no role for any of them; else
-    {run, path, role (the first of ROLES it plays; None when only its model kept it from playing one),
-    claims (per role, how many), why (one line, naming the model)}."""
+    (a crossed run) or as the same side (a repeat). None when it plays no role for any of them; else its
+    role (the first of ROLES it plays; None when only its model kept it from playing one), the flipped
+    claims per role, and why (one line, naming the model). `found`: how x came in."""
     if x.prompt_id is None:
         return None
-    counts: Counter[str] = Counter()
+    counts: Counter[ControlRole] = Counter()
     other_model = 0
     for key in keys:
         if key not in x.results or key not in a.results or key not in b.results:
@@ -103,17 +106,18 @@ def controlled_role(x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key]) 
         elif role_of_x is not None:
             other_model += 1
     side = "A" if x.prompt_id == a.prompt_id else "B"
-    entry = {"run": x.name, "path": x.label, "stand_ins": list(x.stand_ins)}
     if not counts:
         if not other_model:
             return None
         models = a.model if a.model == b.model else f"A {a.model}, B {b.model}"
         why = (f"{x.name}: not used: recorded with model {x.model}, not the compared runs' ({models}), so it "
                f"does not hold {side}'s side fixed ({side}'s prompt, sha {x.prompt_id[:8]})")
-        return {**entry, "role": None, "claims": {}, "why": why}
+        return ControlledRun(run=x.name, path=x.label, stand_ins=list(x.stand_ins), role=None, claims={}, why=why,
+                             found=found)
     role = next(r for r in ROLES if counts[r])
     pinned = f", recorded with --pages-from {x.pages_from}" if x.pages_from else ""
     uses = ", ".join(f"{r} for {counts[r]}" for r in ROLES if counts[r])
     why = (f"{x.name}: {uses} flipped claim{'s' if sum(counts.values()) != 1 else ''} ({side}'s prompt, sha "
            f"{x.prompt_id[:8]}, model {x.model}; page versions compared claim by claim{pinned})")
-    return {**entry, "role": role, "claims": dict(counts), "why": why}
+    return ControlledRun(run=x.name, path=x.label, stand_ins=list(x.stand_ins), role=role, claims=dict(counts),
+                         why=why, found=found)

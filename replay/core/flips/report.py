@@ -5,12 +5,22 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from replay.core.commands import judge_command
 from replay.core.flips.causes import explain_flip
 from replay.core.flips.inputs import Key, Result, RunInput
-from replay.core.flips.prompt_diff import _prompt_state
-from replay.schema.flips import Flip, FlipReport
+from replay.core.flips.prompt_diff import prompt_state
+from replay.schema.flips import (
+    ComparedRuns,
+    Flip,
+    FlipReport,
+    HeldClaim,
+    RunSummary,
+    UnpairedClaim,
+)
 from replay.schema.gold import GoldSet
 from replay.urls import normalise_learn_url
 
@@ -21,6 +31,7 @@ TEXT_EVIDENCE = ("repeats", "confirmations")
 """What the text report and its `--confirm` commands read of a flip's evidence."""
 TEXT_HELD = ("file", "id", "verdict", "url", "where")
 """What the text report reads of a claim held despite a page change."""
+R = TypeVar("R", bound=BaseModel)
 
 
 def flip_report(
@@ -32,42 +43,50 @@ def flip_report(
     reads of it (`TEXT_HELD`), the rest let go of as the claim is explained; the changed pages' diff texts are
     not made."""
     gold = gold or {}
-    prompt_changed, prompt_info = _prompt_state(a, b)
+    prompts = prompt_state(a, b)
     keys_a, keys_b = a.results.keys(), b.results.keys()
     paired = sorted(keys_a & keys_b)
     # explained page by page (what each page's caches serve), reported in claim order
     by_page = sorted(paired, key=lambda k: _cited_page(a.results[k]) or _cited_page(b.results[k]))
     flipped: dict[Key, Flip] = {}
-    held_at: dict[Key, dict[str, str]] = {}
+    held_at: dict[Key, HeldClaim] = {}
     for key in by_page:
-        flip, kept = explain_flip(key, a, b, prompt_changed, prompt_info, extras, gold, hunks=not text_only)
+        flip, kept = explain_flip(key, a, b, prompts, extras, gold, hunks=not text_only)
         if flip is not None:
             if text_only:
-                flip.evidence = {name: flip.evidence[name] for name in TEXT_EVIDENCE if name in flip.evidence}
+                flip.evidence = _kept(flip.evidence, TEXT_EVIDENCE)
             flipped[key] = flip
         if kept is not None:
-            held_at[key] = {name: kept[name] for name in TEXT_HELD} if text_only else kept
+            held_at[key] = _kept(kept, TEXT_HELD) if text_only else kept
     del by_page
     flips = [flipped[key] for key in paired if key in flipped]
     held = [held_at[key] for key in paired if key in held_at]
     del flipped, held_at
-    unpaired = [{"file": f, "id": i, "only_in": "a"} for f, i in sorted(keys_a - keys_b)]
-    unpaired += [{"file": f, "id": i, "only_in": "b"} for f, i in sorted(keys_b - keys_a)]
+    unpaired = [UnpairedClaim(file=f, id=i, only_in="a") for f, i in sorted(keys_a - keys_b)]
+    unpaired += [UnpairedClaim(file=f, id=i, only_in="b") for f, i in sorted(keys_b - keys_a)]
     counts = Counter(f.primary_cause for f in flips)
-    run_prompt = {k: v for k, v in prompt_info.items() if k not in ("rules_a", "rules_b")}
     # made of values of the record's types, here: not validated, which would copy every held entry
     return FlipReport.model_construct(
         run_a=a.label, run_b=b.label, paired=len(paired), flips=flips,
         held_despite_page_change=held, unpaired=unpaired,
         counts={c: counts[c] for c in ("prompt", "page", "prompt+page", "evidence_path", "model", "unknown")
                 if counts[c]},
-        prompt=run_prompt,
-        runs={side: {"name": r.name, "path": r.label, "prompt": r.prompt_name, "prompt_sha256": r.prompt_id,
-                     "model": r.model, "versions": dict(r.versions), "pages_from": r.pages_from,
-                     "stand_ins": list(r.stand_ins)}
-              for side, r in (("a", a), ("b", b))},
+        prompt=prompts.comparison,
+        runs=ComparedRuns(a=_summary_of(a), b=_summary_of(b)),
         extra_runs=[x.name for x in extras],
     )
+
+
+def _kept(record: R, names: tuple[str, ...]) -> R:
+    """The record with only the fields `names` of those it has (the rest unset: left out of its JSON)."""
+    kept = set(names) & record.model_fields_set
+    return type(record).model_construct(kept, **{name: getattr(record, name) for name in kept})
+
+
+def _summary_of(run: RunInput) -> RunSummary:
+    return RunSummary(name=run.name, path=run.label, prompt=run.prompt_name, prompt_sha256=run.prompt_id,
+                      model=run.model, versions=dict(run.versions), pages_from=run.pages_from,
+                      stand_ins=list(run.stand_ins))
 
 
 def _cited_page(result: Result) -> str:
@@ -86,9 +105,9 @@ def confirm_commands(a: RunInput, b: RunInput, report: FlipReport, parent: str) 
     measure noise). `parent` is the folder the new runs go in (their sibling folder,
     where `diff` finds them); each command runs the prompt side's model at its recorded endpoint."""
     crossed = {f.file for f in report.flips if f.primary_cause in ("prompt+page", "page") and
-               not f.evidence.get("confirmations")}
+               not f.evidence.confirmations}
     repeat = {f.file for f in report.flips if f.primary_cause in ("prompt", "model", "evidence_path") and
-              not f.evidence.get("repeats")}
+              not f.evidence.repeats}
     out = []
 
     def command(prompt_of: RunInput, pages_of: RunInput, files: set[str], run_name: str) -> str:
