@@ -33,13 +33,6 @@ CLAIMS = REPO / "demo" / "claims"
 CLI = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
 
 
-@pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    return tmp_path
-
-
 def batch_record_args(learn: Any, model: Any) -> list[str]:
     """`judge` recording the demo claims into `batch` with --batch, against the given stand-ins."""
     return ["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--run", "batch", "--mode", "record",
