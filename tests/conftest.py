@@ -35,6 +35,32 @@ def cached_project(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.fixture
+def project(cached_project):
+    """A project folder as the working folder, caches on (`cached_project`); test files that need runs or
+    claims in it override this with their own `project`."""
+    return cached_project
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    """`tmp_path` as the working folder, with no Anthropic credential in the environment (a test that
+    needs one passes it). Test files that need pages or claims in it override this, building on it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def stand_ins(workdir):
+    """(Learn stand-in over `workdir / "pages"`, model stand-in)."""
+    from replay.sim import start_learn, start_model
+
+    with start_learn(workdir / "pages") as learn, start_model() as model:
+        yield learn, model
+
+
 @pytest.fixture(autouse=True)
 def _forget_secrets():
     """Each test starts with no remembered secret: the registry (`replay.secrets.registry`) is process-wide, and a

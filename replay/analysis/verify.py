@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from replay.cassettes.cache import every_byte_hashed
+from replay.cassettes.cassette import CASSETTE_SUFFIX
 from replay.cassettes.matching import results_differences
 from replay.errors import CassetteMiss
 from replay.files.results import load_results
@@ -66,7 +67,16 @@ def _verify(run: Run) -> VerifyReport:
             problems.append(f"{entry.file}: recorded interaction {index} ({what}) was never used by the replay")
     if recorder is None:
         problems.append("the replay went through no recorder, so unused interactions could not be checked")
+    problems.extend(_unnamed_cassettes(run))
     return VerifyReport(str(run.path), problems, recorder.recorded_interactions if recorder else 0)
+
+
+def _unnamed_cassettes(run: Run) -> list[str]:
+    """A cassette in the run folder that run.json names for no claims file: it ships with the run, but no
+    replay reads it (a stale one, as a reused staging folder of a killed recording would leave)."""
+    named = {entry.cassette for entry in run.manifest.claims}
+    return [f"{path.name}: a cassette run.json names for no claims file (no replay reads it)"
+            for path in sorted(run.path.glob("*" + CASSETTE_SUFFIX)) if path.name not in named]
 
 
 def _reproduced(recorded: dict[str, str | None], files: Iterable[FileResult]) -> bool:

@@ -25,11 +25,6 @@ def _interaction(text: str) -> Interaction:
                        response_headers={"content-type": ["application/json"]}, reason="OK")
 
 
-@pytest.fixture
-def project(cached_project: Path) -> Path:
-    return cached_project
-
-
 def _cassette(project: Path, text: str = "first") -> Path:
     path = project / "runs" / "r" / "docs_a.md.yaml"
     save_cassette(path, [_interaction(text)])

@@ -24,11 +24,6 @@ from locations import REPO
 
 
 
-@pytest.fixture
-def project(cached_project: Path) -> Path:
-    return cached_project
-
-
 def _cassette(project: Path, text: str = "first") -> Path:
     path = project / "runs" / "r" / "docs_a.md.yaml"
     save_cassette(path, [fetch_interaction("https://learn.microsoft.com/a", text)])

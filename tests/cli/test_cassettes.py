@@ -168,6 +168,18 @@ def test_verify_reports_unused_and_missing_interactions(recorded_run: Path, tmp_
     assert f"{name}: the replay stopped:" in out and "request:  model turn" in out
 
 
+def test_verify_fails_on_a_cassette_the_manifest_does_not_name(recorded_run: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # a cassette no claims file of run.json names ships with the run but is read by no replay (a killed
+    # recording's staging folder, reused, would leave its old cassettes so): the run does not verify
+    run = copy_run(recorded_run, tmp_path / "run")
+    stale = run / cassette_name("docs/from-a-killed-recording.md")
+    shutil.copyfile(next(run.glob("*.yaml")), stale)
+    code, out, _ = run_cli(capsys, "cassettes", "verify", str(run))
+    assert code == 1
+    assert out.splitlines()[1:] == [f"  {stale.name}: a cassette run.json names for no claims file (no replay reads it)"]
+
+
 def test_list_shows_one_row_per_run(recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "runs"
     copy_run(recorded_run, root / "v3-test")

@@ -20,9 +20,9 @@ QUOTAS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
 
 
 @pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+def workdir(workdir: Path) -> Path:
+    """The shared `workdir` (cwd, no credential), with pages and claims files."""
+    tmp_path = workdir
     (tmp_path / "pages").mkdir()
     (tmp_path / "pages" / "models.md").write_text(
         f"---\nurl: {MODELS_URL}\n---\n# Models\n\n| Model | Context window |\n|---|---|\n| gpt-4.1 | 1,047,576 |\n", "utf-8")
@@ -39,12 +39,6 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name, file, claim in claims:
         write_json(tmp_path / "claims" / name, {"file": file, "claims": [claim]})
     return tmp_path
-
-
-@pytest.fixture
-def stand_ins(workdir: Path) -> Iterator[tuple[Any, Any]]:
-    with start_learn(workdir / "pages") as learn, start_model() as model:
-        yield learn, model
 
 
 

@@ -33,13 +33,6 @@ CLAIMS = REPO / "demo" / "claims"
 CLI = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
 
 
-@pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    return tmp_path
-
-
 def batch_record_args(learn: Any, model: Any) -> list[str]:
     """`judge` recording the demo claims into `batch` with --batch, against the given stand-ins."""
     return ["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--run", "batch", "--mode", "record",
@@ -329,12 +322,14 @@ def test_a_live_batch_run_without_a_run_folder_cancels_and_names_its_batch_when_
         workdir: Path, demo_learn: Any) -> None:
     # `--mode live --batch` without --run keeps no journal: a batch still running when it is stopped could
     # never be resumed, and would be billed unused. It is canceled, and named
-    with start_model(batch_settings=BatchSettings(delay=60)) as model:
+    served: list[str] = []  # the stand-in's request lines
+    with start_model(batch_settings=BatchSettings(delay=60), log=served.append) as model:
         args = [*batch_record_args(demo_learn, model), "--out", "r.json"]
         at = args.index("--run")
         args[at:at + 4] = ["--mode", "live"]  # no --run: no journal
-        proc = started_until(args, workdir, lambda: bool(model.app.batches.log), "submitted its first batch")
-        time.sleep(0.5)  # its id is back
+        proc = started_until(args, workdir, lambda: any(f"GET /v1/messages/batches/{b.id} " in line for line in list(served)
+                                                        for b in model.app.batches.newest_first()),
+                             "polled its first batch (so its id is back)")
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         [batch] = model.app.batches.newest_first()

@@ -24,13 +24,6 @@ CLAIMS = REPO / "demo" / "claims"
 MAX_COST_REACHED = "max_cost_reached"
 
 
-@pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    return tmp_path
-
-
 def usage_cost(run: Path, *, batch: bool = False) -> float:
     """The run's cost worked out here from the usage in its results.json (not from its cost_usd fields)."""
     results = json.loads((run / "results.json").read_text("utf-8"))

@@ -18,7 +18,8 @@ from replay.cassettes.interaction import Interaction
 from replay.cassettes.cassette import derived, load_cassette, save_cassette
 from replay.cassettes.cache import FOLDER, Cassette, entry_path
 from replay.cassettes.matching import canonical_request, results_differences, sent_form, sent_key
-from replay.recording.recorder import HttpRecorder, _Sent
+from replay.recording.recorder import HttpRecorder
+from replay.recording.transport_patch import _Sent
 from replay.recording.tape import _Tape, _with_rpc_id
 from replay.analysis.verify import _fingerprint, _reproduced
 from replay.schema.results import FileResult
@@ -145,11 +146,6 @@ def test_a_conversations_tape_is_let_go_when_it_ends(tmp_path: Path) -> None:
     assert gone() is None
     assert rec.unused_requests() == {"docs/a.md": [(1, "model turn 1 (messages: 1)")]}
     assert rec.unused() == {"docs/a.md": [1]} and rec.recorded_interactions == 2
-
-
-@pytest.fixture
-def project(cached_project: Path) -> Path:
-    return cached_project
 
 
 def test_a_valid_replay_index_entry_is_all_that_is_read(project: Path) -> None:

@@ -135,6 +135,8 @@ def test_a_killed_rerecord_leaves_the_previous_run_as_it_was(good_run: Path, ser
     _, err = again.communicate(timeout=120)
     assert again.returncode == 0, err
     assert [c["file"] for c in json.loads((good_run / "run.json").read_text())["claims"]] == ["docs/small-00.md"]
+    # only the new run's cassette: none the killed recording had staged ships inside it
+    assert sorted(p.name for p in good_run.glob("*.yaml")) == ["docs_small-00.md.yaml"]
     assert not (root / STAGING_FOLDER).exists()  # no leftover beside it
     assert verify_run(good_run).problems == []
 
@@ -174,6 +176,24 @@ def test_a_folder_with_other_files_is_not_replaced(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"notes holds files that are not part of a run \(todo.txt\)"):
         RunFolderWriter(tmp_path / "notes").__enter__()
     assert (tmp_path / "notes" / "todo.txt").read_text() == "mine"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2 is Linux's")
+def test_on_linux_a_run_is_swapped_in_by_one_atomic_exchange_never_moved_aside(tmp_path: Path) -> None:
+    # the fallback (old run renamed aside to <run>.previous, then the new one renamed in) leaves a moment
+    # with no run at all; Linux exchanges the two folders in one step and never touches <run>.previous.
+    # A folder sitting at that path (holding a file, so no rename can replace it) shows which way was taken
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text("old")
+    with RunFolderWriter(run) as writer:
+        (writer.staging / "run.json").write_text("new")
+        aside = writer.area / "run.previous"
+        aside.mkdir()
+        (aside / "kept").write_text("not the old run")
+        writer.commit()
+    assert (run / "run.json").read_text() == "new"
+    assert [p.name for p in aside.iterdir()] == ["kept"]  # the old run never went there
 
 
 def _half_swapped(tmp_path: Path, *, new_complete: bool) -> tuple[Path, dict[str, Any]]:

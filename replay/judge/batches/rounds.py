@@ -55,6 +55,7 @@ from replay.core.display import printable
 from replay.core.http_status import is_transient
 from replay.errors import RecordingFailed, ReplayError, SystemFailed, debugging
 from replay.files.paths import os_error_about, system_error_text
+from replay.judge.batches.answers import _STATUS_OF_ERROR, _Answer, _api_failure, _error_answer, _succeeded, budget_answer
 from replay.judge.batches.journal import BatchJournal, custom_id, request_digest
 from replay.learn.wire import STAND_IN_HEADER
 
@@ -84,11 +85,6 @@ def _backoff(attempt: int) -> float:
 _CLOCK_SKEW_SECONDS = 120.0
 _CREATE_SECONDS = 900.0
 """How long after its create began an interrupted batch may have been created (`_find_unjournaled`)."""
-_Answer = tuple[int, dict[str, str], bytes]
-"""An HTTP answer to a waiting request: status, headers, body."""
-_STATUS_OF_ERROR = {"invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
-                    "not_found_error": 404, "request_too_large": 413, "rate_limit_error": 429,
-                    "api_error": 500, "overloaded_error": 529}
 
 
 # --------------------------------------------------------------------------- the rounds
@@ -579,30 +575,6 @@ class BatchRounds:
         with self._cond:
             self._waiting = {key: other for key, other in self._waiting.items() if other is not w}
         w.done.set()
-
-
-def _succeeded(result: dict[str, Any] | None) -> bool:
-    return bool(result) and result.get("type") == "succeeded" and isinstance(result.get("message"), dict)  # type: ignore[union-attr]
-
-
-def _error_answer(status: int, error_type: str, message: str) -> _Answer:
-    """An API error response that the SDK raises at once (`x-should-retry: false`): the rounds retried it."""
-    body = {"type": "error", "error": {"type": error_type, "message": message}}
-    return status, {"content-type": "application/json", "x-should-retry": "false"}, json.dumps(body).encode("utf-8")
-
-
-def budget_answer(budget: CostBudget) -> _Answer:
-    """The answer to a request `--max-cost` stopped before it was sent: an error that is not retried."""
-    return _error_answer(400, "max_cost_reached", f"not sent: {budget.refused}")
-
-
-def _api_failure(exc: anthropic.APIError, journal: BatchJournal) -> tuple[int, str, str]:
-    """A failed batch API call (create, poll, results) as the error every request of the round gets."""
-    kept = " (the batches submitted so far are kept: --resume continues from them)" if journal.path else ""
-    if isinstance(exc, anthropic.APIStatusError):
-        return (exc.status_code, exc.type or "api_error",
-                f"the Message Batches API failed: {exc.api_message or exc.message}{kept}")
-    return 502, "api_error", f"the Message Batches API could not be reached: {exc.message}{kept}"
 
 
 _CANCEL_SECONDS = 30.0

@@ -10,7 +10,8 @@ import httpcore2
 import httpx2
 
 from replay.core.budget import CostBudget, usage_from_response
-from replay.judge.batches.rounds import BatchRounds, _error_answer, budget_answer
+from replay.judge.batches.answers import _error_answer, budget_answer
+from replay.judge.batches.rounds import BatchRounds
 
 
 class _BatchApiTransport(httpx2.HTTPTransport):
