@@ -51,8 +51,10 @@ pages, cassettes/v2-demo-2026-09, is found as a sibling folder and says which in
 @click.option("--out", callback=dash_is_stdout, type=click.Path(readable=False, path_type=str), default=None, help="Write the report to FILE (atomically).")
 @click.option("--with", "with_runs", multiple=True, type=click.Path(readable=False, path_type=str), metavar="RUN",
               help="Another run that can confirm a cause (A's prompt with B's pages, a repeat...). Repeatable.")
-@click.option("--discover/--no-discover", default=True, show_default=True,
-              help="Also use sibling run folders whose manifests fit (repeats, --pages-from A or B).")
+@click.option("--siblings/--no-siblings", "--discover/--no-discover", "discover", default=True, show_default=True,
+              help="Also use sibling run folders (beside A or B) as repeats or controls (--pages-from A or B): only "
+                   "those that hold the same claims, are complete and verify (as `cassettes verify` checks; "
+                   "remembered while they do not change). The report names each one skipped and why.")
 @click.option("--claims", "claims_paths", multiple=True, type=click.Path(readable=False, path_type=str),
               help="Claims files/folders, for runs that do not record the claim texts. Repeatable.")
 @click.option("--confirm", is_flag=True,
