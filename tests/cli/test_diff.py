@@ -345,3 +345,19 @@ def test_siblings_serve_only_when_they_verify_hold_the_same_claims_and_are_compl
     assert main([*argv, "--no-siblings"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert not [n for n in report["notes"] if n.startswith("skipped")] and not report["controlled_runs"]
+
+
+def test_a_at_outside_git_or_at_a_commit_without_the_run_is_a_usage_error(runs, tmp_path, capsys):
+    a, b, _ = runs
+    assert main(["diff", "--a-at", "HEAD", str(a.path), str(b.path)]) == 2
+    assert "--a-at: git rev-parse failed" in capsys.readouterr().err
+    import subprocess
+
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    (tmp_path / "other.txt").write_text("x", "utf-8")
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "other.txt"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "no runs"], cwd=tmp_path, check=True)
+    assert main(["diff", "--a-at", "HEAD", str(a.path), str(b.path)]) == 2
+    err = capsys.readouterr().err
+    assert "--a-at: git archive failed" in err and "runs/v2-demo" in err and "Traceback" not in err, err
