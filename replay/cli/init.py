@@ -23,10 +23,12 @@ EXAMPLE_CLAIMS = {
          "evidence_url": MODELS_URL},
         {"id": "example-002", "claim": "GPT-4.1 offers a 200k+ token context window.", "claim_type": "version",
          "evidence_url": MODELS_URL},
+        {"id": "example-003", "claim": "`gpt-4o` has a context window of 256,000 tokens.", "claim_type": "version",
+         "evidence_url": MODELS_URL},
     ],
 }
-"""Two claims of a documentation file about Azure OpenAI models: one right, one understated (the page
-states 1,047,576 tokens). They read a real Learn page, and the demo's pages for the local stand-in."""
+"""Three claims of a documentation file about Azure OpenAI models: one right, one understated (the page
+states 1,047,576 tokens), one wrong (128,000). They read a real Learn page, and the demo's pages for the local stand-in."""
 
 GOLD_SKELETON = {
     "name": "my-gold-set",
@@ -35,6 +37,8 @@ GOLD_SKELETON = {
          "note": "Replace these items with your own: one per claim, labelled correct, outdated, wrong or unsourced."},
         {"file": "docs/example.md", "id": "example-002", "label": "outdated",
          "note": "The models page states 1,047,576 tokens: a 200k+ bound understates it."},
+        {"file": "docs/example.md", "id": "example-003", "label": "wrong",
+         "note": "The models page gives gpt-4o a 128,000-token context window."},
     ],
 }
 
@@ -98,7 +102,7 @@ jobs:
 '''
 
 EPILOG = "\n\n".join([
-    "Writes, in DIR (default: the current folder): claims/example.json (two example claims), "
+    "Writes, in DIR (default: the current folder): claims/example.json (three example claims), "
     "gold-correctness-set.json (their gold labels, a skeleton to replace with yours), the [tool.judge-replay] "
     "settings in pyproject.toml (created, or added to one without that table), tests/test_judge_snapshots.py "
     "and .github/workflows/judge.yml. Nothing is overwritten: a file that exists, or a pyproject.toml that "

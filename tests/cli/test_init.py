@@ -42,7 +42,7 @@ def test_init_then_record_replay_grade_and_snapshot_all_work(tmp_path: Path, mon
 
     assert main(["grade", "runs/candidate", "--gold", "gold-correctness-set.json", "--json"]) == 0
     graded = json.loads(capsys.readouterr().out)
-    assert graded["tp"] + graded["fp"] + graded["fn"] + graded["tn"] + graded["no_verdict"] == 2
+    assert graded["tp"] + graded["fp"] + graded["fn"] + graded["tn"] + graded["no_verdict"] == 3
     assert main(["bakeoff", "--json"]) == 0  # the settings init wrote name the gold set and both runs
     bakeoff = capsys.readouterr().out
     assert "baseline" in bakeoff and "candidate" in bakeoff
