@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ SETTINGS: dict[str, str] = {
     "learn-url": "a string",
     "anthropic-base-url": "a string",
     "concurrency": "a whole number of at least 1",
+    "mode": "one of live, record, replay",
     "cassettes": "a path string",
     "page-store": "a path string",
     "prices": "a table",
@@ -51,6 +53,8 @@ def find_pyproject(start: Path | None = None) -> Path | None:
 
 
 def _fits(kind: str, value: Any) -> bool:
+    if kind.startswith("one of "):
+        return isinstance(value, str) and value in kind.removeprefix("one of ").split(", ")
     if kind == "a list of path strings":
         return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
     if kind == "a whole number of at least 1":
@@ -126,11 +130,39 @@ def _registered(name: str) -> str:
     return dashed
 
 
+ENVIRONMENT: dict[str, str] = {
+    "mode": "JUDGE_REPLAY_MODE",
+    "learn-url": "JUDGE_REPLAY_LEARN_URL",
+    "anthropic-base-url": "JUDGE_REPLAY_ANTHROPIC_BASE_URL",
+}
+"""The settings an environment variable may also give: it wins over `[tool.judge-replay]`, a flag over it."""
+
+
+def environment_setting(name: str) -> str | None:
+    """The setting's environment variable (`ENVIRONMENT`), checked as the setting would be; None when unset
+    or empty. A bad value is a UsageError naming the variable (an endpoint's text never shown)."""
+    key = _registered(name)
+    variable = ENVIRONMENT.get(key)
+    value = os.environ.get(variable, "") if variable else ""
+    if not variable or not value:
+        return None
+    if not _fits(SETTINGS[key], value):
+        raise UsageError(f"{variable} must be {SETTINGS[key]}, not {value!r}")
+    problem = _value_problem(key, SETTINGS[key], value)
+    if problem:
+        raise UsageError(f"{variable}: {problem}")
+    return value
+
+
 def setting(name: str, flag_value: Any, default: Any = None, start: Path | None = None) -> Any:
-    """The flag's value if given, else the project setting (validated, not resolved), else the default."""
+    """The flag's value if given, else its environment variable (`ENVIRONMENT`), else the project setting
+    (validated, not resolved), else the default."""
     key = _registered(name)
     if flag_value not in (None, (), []):
         return flag_value
+    from_environment = environment_setting(key)
+    if from_environment is not None:
+        return from_environment
     settings, _ = load_settings(start)
     return settings.get(key, default)
 

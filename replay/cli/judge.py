@@ -28,12 +28,20 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "claude-sonnet-5-5"
 """The current Sonnet (anthropic 2.14 lists it; claude-sonnet-4-6 is legacy)."""
 
+MODES = ("live", "record", "replay")
+MODES_LISTED = ("--mode live (billed; keeps the results only with --out FILE or --run DIR), --mode record (billed; "
+                "records a run folder that replays offline: needs --run DIR), --mode replay (offline and free: "
+                "needs --run naming a recorded run)")
+
+
 EPILOG = "\n\n".join([
-    "Live and record call the Anthropic API, which is billed, and need ANTHROPIC_API_KEY (or "
-    "ANTHROPIC_AUTH_TOKEN, sent as a bearer token); the Learn MCP "
-    "endpoint needs no key. Live (the default mode) keeps nothing unless you give --out FILE (the results) "
-    "or --run DIR (results, no cassettes); record keeps a run folder whose cassettes replay offline, free "
-    "and without a key. Replay makes no network call at all.",
+    "Nothing is billed unless you ask: live and record call the Anthropic API, which is billed, only when "
+    "--mode (or JUDGE_REPLAY_MODE, or [tool.judge-replay] mode) says so. Without a mode, --run naming an "
+    "existing run folder replays it, and anything else is refused. Live and record need ANTHROPIC_API_KEY "
+    "(or ANTHROPIC_AUTH_TOKEN, sent as a bearer token) except against a stand-in; the Learn MCP endpoint "
+    "needs no key. Live keeps nothing unless you give --out FILE (the results) or --run DIR (results, no "
+    "cassettes); record keeps a run folder whose cassettes replay offline, free and without a key. Replay "
+    "makes no network call at all.",
     "Without a key or network, start the local stand-ins (test equipment, not Claude nor Learn): "
     "`judge-replay sim learn --pages demo/pages/2026-06` (port 8931) and `judge-replay sim model` (port "
     "8932), and pass --learn-url http://127.0.0.1:8931/api/mcp --anthropic-base-url http://127.0.0.1:8932.",
@@ -41,6 +49,7 @@ EPILOG = "\n\n".join([
         "judge-replay judge --prompt v3 --claims demo/claims --mode live --out results.json   # billed, keeps results",
         "judge-replay judge --prompt v3 --claims demo/claims --run runs/v3 --mode record      # billed, keeps a run",
         "judge-replay judge --mode replay --run cassettes/v3-demo                             # offline, free",
+        "judge-replay judge --run cassettes/v3-demo                                           # no mode: replays",
     ),
 ])
 
@@ -51,7 +60,10 @@ EPILOG = "\n\n".join([
               help="Claims files and/or folders of *.json batches (repeat, or list several).")
 @click.argument("more_claims", nargs=-1, type=click.Path(), metavar="")
 @click.option("--run", "run_dir", type=click.Path(file_okay=False), help="The run folder (cassettes/<run-id>).")
-@click.option("--mode", type=click.Choice(["live", "record", "replay"]), default="live", show_default=True)
+@click.option("--mode", type=click.Choice(MODES), default=None,
+              help="live (billed, keeps results only with --out or --run), record (billed, keeps a replayable run "
+                   "in --run), replay (offline, free). Default: JUDGE_REPLAY_MODE, else [tool.judge-replay] mode, "
+                   "else replay when --run is an existing run folder; nothing else is billed by default.")
 @click.option("--model", default=None, help=f"Claude model ([tool.judge-replay] model, else {DEFAULT_MODEL}).")
 @click.option("--learn-url", default=None, help=f"Learn MCP endpoint (default {LEARN_MCP_URL}).")
 @click.option("--anthropic-base-url", default=None, help="Messages API base URL (default: the SDK's).")
@@ -76,7 +88,7 @@ def command(
     claims: tuple[str, ...],
     more_claims: tuple[str, ...],
     run_dir: str | None,
-    mode: str,
+    mode: str | None,
     model: str | None,
     learn_url: str | None,
     anthropic_base_url: str | None,
@@ -98,6 +110,9 @@ def command(
     claims_paths = [*claims, *more_claims]
     if more_claims and not claims:
         raise UsageError(f"unexpected argument {more_claims[0]!r}: claims go after --claims")
+    mode = chosen_mode(mode, run_dir, recording_flags={
+        "--retry-failed": retry_failed, "--batch": batch, "--resume": resume, "--no-cache": no_cache,
+        "--max-cost": max_cost is not None, "--pages-from": pages_from is not None, "--force": force})
     if mode != "replay" and (prompt is None or not claims_paths):
         raise UsageError(f"--mode {mode} needs --prompt P and --claims PATH...")
     if (batch or resume or no_cache) and mode == "replay":
@@ -179,6 +194,23 @@ def command(
         else:
             click.echo(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed", err=True)
         click.get_current_context().exit(1)
+
+
+def chosen_mode(mode: str | None, run_dir: str | None, *, recording_flags: dict[str, bool]) -> str:
+    """The mode to run in: the flag, else JUDGE_REPLAY_MODE, else `[tool.judge-replay] mode`; with none of
+    them, replay when `run_dir` is an existing run folder and no flag asks for a recording. Anything else is
+    a UsageError listing the modes: nothing is billed unless a mode says so."""
+    chosen = setting("mode", mode, None)
+    if chosen is not None:
+        return str(chosen)
+    asked = [flag for flag, given in recording_flags.items() if given]
+    if run_dir is not None and (Path(run_dir) / "run.json").is_file() and not asked:
+        return "replay"
+    why = (f"{', '.join(asked)} {'is' if len(asked) == 1 else 'are'} for a recording" if asked
+           else f"--run {run_dir} is not a recorded run folder" if run_dir is not None
+           else "and no --run folder to replay")
+    raise UsageError(f"no --mode given ({why}); nothing is billed unless you choose: {MODES_LISTED}; "
+                     "or set JUDGE_REPLAY_MODE or [tool.judge-replay] mode")
 
 
 def budget_for(max_cost: float | None, model: str) -> CostBudget | None:

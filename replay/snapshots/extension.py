@@ -27,7 +27,7 @@ the other runs' folders alone (syrupy only counts a snapshot unused when `-k` wo
 A run whose replay raised in this session keeps its snapshot: it is not reported unused nor deleted.
 
 A mismatch's message starts with a summary and the commands that explain it (`snapshotted_diff_command`:
-a git worktree of the commit that last wrote the snapshot, diffed against the run now) and accept it;
+`diff --a-at` the commit that last wrote the snapshot, against the run now) and accept it;
 pytest cuts it after 8 lines, so the plugin's terminal summary repeats every mismatch in full.
 """
 

@@ -155,9 +155,9 @@ def _committed_together(root: Path, commit: str, run_in_repo: str, snapshot_in_r
 
 def snapshotted_diff_command(run_path: Path, snapshot_folder: Path) -> str | None:
     """The command that, pasted where pytest runs, diffs the run as it was when its snapshot was last
-    committed against the run as it is now: it checks that commit out into a git worktree beside the
-    repository (once: an existing one is reused) and runs `judge-replay diff` on both. None when no
-    commit holds the snapshot and the run together."""
+    committed against the run as it is now: `judge-replay diff --a-at COMMIT RUN RUN` (the old run is
+    copied out of git into a temporary folder and removed afterwards: nothing is left behind). None when
+    no commit holds the snapshot and the run together."""
     run_dir = run_path.resolve()
     top = _git("rev-parse", "--show-toplevel", cwd=run_dir)
     if not top:
@@ -173,7 +173,5 @@ def snapshotted_diff_command(run_path: Path, snapshot_folder: Path) -> str | Non
     commit = _git("log", "-1", "--format=%h", "--", snapshot_in_repo, cwd=root)
     if not commit or not _committed_together(root, commit, run_in_repo, snapshot_in_repo):
         return None
-    worktree = display_path(root.parent / f"{root.name}-snapshot-{commit}")
-    q = shlex.quote
-    return (f"[ -d {q(worktree)} ] || git -C {q(display_path(root))} worktree add --detach {q(worktree)} {commit}; "
-            f"judge-replay diff {q(worktree + '/' + run_in_repo)} {q(display_path(run_dir))}")
+    run = shlex.quote(display_path(run_dir))
+    return f"judge-replay diff --a-at {commit} {run} {run}"
