@@ -53,9 +53,12 @@ def write_run(
     results: list[dict[str, Any]],
     pages: dict[str, dict[str, str | None]] | None = None,
     recorded_at: str = "2026-11-30T10:00:00Z",
+    samples: int | None = None,
 ) -> Path:
     """A run folder: `results` are per-file outputs; `pages[claims_file][url]` is the text each file's
-    conversation fetched (None: could not be retrieved)."""
+    conversation fetched (None: could not be retrieved). `samples`: K of a run judged K times per claim
+    (its claims' results carry their `samples` records: `sampled_claim`), written as run.json's and
+    results.json's `samples`."""
     folder.mkdir(parents=True, exist_ok=True)
     pages = pages or {}
     entries = []
@@ -71,8 +74,12 @@ def write_run(
     )
     write_model(folder / MANIFEST, manifest)
     (folder / PROMPT).write_text(prompt_text, "utf-8")
+    extra = {"samples": samples} if samples else {}
     write_model(folder / RESULTS, ResultsFile(prompt=prompt, prompt_sha256=manifest.prompt_sha256, model=model,
-                                               recorded_at=recorded_at, files=files))
+                                               recorded_at=recorded_at, files=files, **extra))
+    if samples:
+        data = json.loads((folder / MANIFEST).read_text("utf-8"))
+        (folder / MANIFEST).write_text(dump_json({**data, "samples": samples}), "utf-8")
     return folder
 
 
