@@ -38,6 +38,7 @@ SETTINGS: dict[str, str] = {
     "cassettes": "a path string",
     "page-store": "a path string",
     "prices": "a table",
+    "gate-stability": "a number from 0 to 1",
 }
 """Every setting `[tool.judge-replay]` may hold (dashes or underscores alike), and what its value must be.
 A new setting is added here, so that a misspelt one is an error rather than silently ignored."""
@@ -61,6 +62,8 @@ def _fits(kind: str, value: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and value >= 1
     if kind == "a table":
         return isinstance(value, dict)
+    if kind == "a number from 0 to 1":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
     return isinstance(value, str)
 
 
@@ -203,3 +206,12 @@ def project_prices(start: Path | None = None) -> dict[str, Price]:
     bad entry is an InputError naming the pyproject.toml)."""
     settings, _ = load_settings(start)
     return price_table(settings.get("prices"))
+
+
+GATE_STABILITY = 0.95
+"""The model-noise stability a gate decision needs by default (`[tool.judge-replay] gate-stability`)."""
+
+
+def gate_stability(start: Path | None = None) -> float:
+    """The share of model-noise resamples in which the gate's decision must hold for it to adopt."""
+    return float(setting("gate-stability", None, GATE_STABILITY, start))

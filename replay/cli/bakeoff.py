@@ -18,9 +18,17 @@ from replay.files.json_text import dump_json
 from replay.files.paths import display_path
 from replay.reports.adjudication import adjudication_markdown
 from replay.reports.markdown import markdown_code, markdown_text
-from replay.reports.scores import gate_lines, no_verdict_heading, no_verdict_lines, ratio_text
+from replay.reports.scores import (
+    gate_lines,
+    no_verdict_heading,
+    no_verdict_lines,
+    range_text,
+    ratio_text,
+    unstable_heading,
+    unstable_lines,
+)
 from replay.reports.tables import TextTable, console_for
-from replay.settings import project_prices, project_root, setting_path, setting_paths
+from replay.settings import gate_stability, project_prices, project_root, setting_path, setting_paths
 
 
 def versions_table(b: Bakeoff) -> TextTable:
@@ -55,6 +63,23 @@ def no_verdict_sections(b: Bakeoff) -> list[tuple[str, list[str]]]:
             for v in b.versions if v.scores.no_verdict]
 
 
+def samples_sections(b: Bakeoff) -> list[tuple[str, list[str]]]:
+    """Per version judged K >= 2 times: a heading with its means and ranges, and one line per unstable claim
+    with its verdict counts (raw data). None when every version was judged once."""
+    if all(v.scores.samples < 2 for v in b.versions):
+        return []
+    out: list[tuple[str, list[str]]] = []
+    for v in b.versions:
+        s = v.scores
+        if s.samples < 2:
+            out.append((f"{v.prompt} ({v.label}): 1 sample per claim (model noise not measured)", []))
+            continue
+        out.append((f"{v.prompt} ({v.label}): {s.samples} samples per claim; P {ratio_text(s.precision)} "
+                    f"[{range_text(s.precision_range)}], R {ratio_text(s.recall)} [{range_text(s.recall_range)}] "
+                    f"(mean [min–max] over samples); {unstable_heading(s)}", unstable_lines(s)))
+    return out
+
+
 def flip_line(f: FlipLine) -> str:
     """One flip, as raw data (pass it through `printable` or `markdown_text`)."""
     claim = f.claim or "(claim text not known)"
@@ -85,6 +110,9 @@ def bakeoff_markdown(b: Bakeoff) -> str:
               + f", {len(b.gold.items)} claims.", "", versions_table(b).markdown(), "", f"*{markdown_text(cost_note(b))}*"]
     for heading, lines in no_verdict_sections(b):
         parts += ["", f"**{markdown_text(heading)}**", "", *(f"- {markdown_text(line)}" for line in lines)]
+    for heading, lines in samples_sections(b):
+        parts += ["", f"**{markdown_text(heading)}**", *([""] if lines else []),
+                  *(f"- {markdown_text(line)}" for line in lines)]
     for g in b.gates:
         parts += ["", f"### Gate: {markdown_text(_gate_heading(g))}", "",
                   *(f"- {markdown_text(line)}" for line in gate_lines(g.decision))]
@@ -107,6 +135,10 @@ def print_bakeoff(file: Any, b: Bakeoff) -> None:
     console.print(Text(printable(cost_note(b)), style="dim"))
     for heading, lines in no_verdict_sections(b):
         console.print(Text(printable(heading), style="bold red"))
+        for line in lines:
+            console.print(Text(printable(f"  {line}")))
+    for heading, lines in samples_sections(b):
+        console.print(Text(printable(heading), style="bold"))
         for line in lines:
             console.print(Text(printable(f"  {line}")))
     for g in b.gates:
@@ -171,7 +203,7 @@ def command(
 
     report = run_bakeoff(gold_path=gold, baseline=baseline, candidates=candidates,
                          out_dir=out_dir or project_root(), replay=not no_replay, force=force, warn=warn,
-                         prices=project_prices())
+                         prices=project_prices(), required_stability=gate_stability())
     for path in report.written:
         click.echo(printable(f"wrote {display_path(path)}"), err=True)
     if fmt == "html":

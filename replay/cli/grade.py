@@ -16,7 +16,7 @@ from replay.analysis.frozen import set_frozen
 from replay.cli._output import dash_is_stdout, emit_report
 from replay.core.cost import cost_line, run_cost
 from replay.core.display import printable
-from replay.core.gate import adoption_gate
+from replay.core.gate import Side, adoption_gate
 from replay.core.grading import ClaimKey, grade_results
 from replay.errors import UsageError
 from replay.files.inputs import load_claims, load_gold
@@ -32,6 +32,8 @@ from replay.reports.scores import (
     no_verdict_lines,
     score_tables,
     unmatched_lines,
+    unstable_heading,
+    unstable_lines,
 )
 from replay.reports.tables import console_for, print_panels, print_table
 from replay.runs.folder import MANIFEST, Run
@@ -40,7 +42,7 @@ from replay.schema.claims import AnyClaim
 from replay.schema.gold import CompactGold
 from replay.schema.results import CompactResults
 from replay.schema.scores import GateDecision, Scores
-from replay.settings import project_prices, setting_path
+from replay.settings import gate_stability, project_prices, setting_path
 
 
 @dataclass
@@ -71,6 +73,11 @@ class Graded:
     def stand_ins(self) -> list[str] | None:
         """Which services were the local stand-ins (None: not known)."""
         return stand_ins_of(self.results.header, self.run)
+
+    @property
+    def side(self) -> Side:
+        """What the gate needs to say how to record more samples of these results."""
+        return Side(display_path(self.run.path) if self.run is not None else None, self.cost_usd)
 
     @property
     def cost(self) -> str:
@@ -129,6 +136,9 @@ def grade_markdown(graded: Graded, gold_path: Path, baseline: Graded | None, gat
     if s.no_verdict:
         parts += ["", f"**{markdown_text(no_verdict_heading(s))}**", "",
                   *(f"- {markdown_text(line)}" for line in no_verdict_lines(s))]
+    if s.unstable:
+        parts += ["", f"**{markdown_text(unstable_heading(s))}**", "",
+                  *(f"- {markdown_text(line)}" for line in unstable_lines(s))]
     for table in score_tables(s):
         parts += ["", table.markdown()]
     if baseline is not None and gate is not None:
@@ -152,6 +162,10 @@ def print_grade(file: Any, graded: Graded, gold_path: Path, baseline: Graded | N
     if s.no_verdict:
         console.print(Text(no_verdict_heading(s), style="bold red"))
         for line in no_verdict_lines(s):
+            console.print(Text(printable(f"  {line}")))
+    if s.unstable:
+        console.print(Text(unstable_heading(s), style="bold yellow"))
+        for line in unstable_lines(s):
             console.print(Text(printable(f"  {line}")))
     for table in score_tables(s):
         print_table(console, table.rich(), soft_wrap=False)
@@ -201,12 +215,20 @@ def command(
 
     Prints P/R/F1/accuracy, TP/FP/FN/TN, the confusion matrix, breakdowns by claim type and gold failure
     mode, and every disagreement with the page region it rests on (from the run's cassettes; the judge is
-    never re-run). With --baseline, also the adoption gate and the statistics saying whether the
+    never re-run).
+
+    A run judged K times per claim (judge --samples K) is scored sample by sample: P, R, F1 and accuracy
+    are the means over the samples with their min-max, the counts and the confusion matrix those of the
+    majority verdicts, and the claims whose samples disagree (unstable) are listed with their verdict
+    counts. With --baseline, also the adoption gate and the statistics saying whether the
     difference is beyond noise.
 
     A claim without a verdict (a failed or cut-off conversation, or no result at all) is counted as
     "no verdict": never TP, FP or TN, an FN where the gold says outdated/wrong, always against accuracy.
-    The gate adopts no candidate with such claims and prints how to re-record them. Every format says
+    The gate adopts no candidate with such claims (in any sample) and prints how to re-record them. When
+    either side has samples, the gate also resamples them and adopts only a decision that holds in at
+    least [tool.judge-replay] gate-stability (default 0.95) of the resamples; otherwise it prints the
+    judge --add-samples commands that would settle it, with their estimated cost. Every format says
     which runs used the local stand-ins.
     """
     chosen = [f for f, on in (("json", as_json), ("markdown", as_markdown)) if on]
@@ -232,7 +254,8 @@ def command(
                           candidate_scores=graded.scores, candidate_rerecord=graded.rerecord,
                           baseline_rerecord=base.rerecord,
                           claims_differ=base.run.claims_differing_from(graded.run, {(g.file, g.id) for g in gold.items})
-                          if base.run and graded.run else ())
+                          if base.run and graded.run else (),
+                          required_stability=gate_stability(), baseline_side=base.side, candidate_side=graded.side)
             if base is not None else None)
 
     text = (dump_json(grade_json(graded, gold_path, base, gate)) if fmt == "json"

@@ -78,3 +78,9 @@ def retry_failed_command(manifest: RunManifest, run: str, *, learn_url: str | No
         no_cache=manifest.cache is False if no_cache is None else no_cache,
         max_cost=manifest.max_cost_usd if max_cost is None else max_cost,
     )
+
+
+def add_samples_command(samples: int, run: str) -> str:
+    """The command that records `samples` more samples of every claim into `run`, leaving its recorded ones
+    as they are (same prompt, model, claims and settings as the run's)."""
+    return shlex.join(["judge-replay", "judge", "--add-samples", str(samples), "--run", run])

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
 
-from replay.schema.common import Verdict, _Open, held, restored
+from replay.schema.common import VERDICTS, Verdict, _Open, held, restored
 
 # --------------------------------------------------------------------------- judge output
 
@@ -31,6 +31,26 @@ class ClaimResult(_Open):
     """Ours: why this claim has no valid verdict (missing id, invalid verdict, unparseable answer...)."""
 
 
+SAMPLES = "samples"
+"""The key of a claim result's per-sample verdict records in a run judged K >= 2 times (the top-level fields
+are those of the majority sample's record)."""
+
+
+def recorded_sample_verdicts(result: ClaimResult) -> tuple[Verdict | None, ...] | None:
+    """The verdict of each of a claim result's sample records, in sample order; None when it has none (a
+    claim judged once). A record with no valid verdict gives None."""
+    records = getattr(result, SAMPLES, None)
+    if records is None and result.model_extra:
+        records = result.model_extra.get(SAMPLES)
+    if not isinstance(records, list) or not records:
+        return None
+    out: list[Verdict | None] = []
+    for record in records:
+        value = record.get("judge_verdict") if isinstance(record, dict) else getattr(record, "judge_verdict", None)
+        out.append(value if value in VERDICTS else None)
+    return tuple(out)
+
+
 @dataclass(frozen=True, slots=True)
 class ResultRow:
     """A `ClaimResult` as the commands that only read results (grade, diff, drift) hold every one of a run's: the
@@ -46,15 +66,21 @@ class ResultRow:
     quote_verified: bool | None
     error: str | None
     model_extra: dict[str, Any] | None
-    """The result's extra fields (a results file may carry the claim's `claim` and `claim_type`); None: none."""
+    """The result's extra fields (a results file may carry the claim's `claim` and `claim_type`); None: none.
+    Not its sample records: their verdicts are `sample_verdicts`."""
+    sample_verdicts: tuple[Verdict | None, ...] | None = None
+    """Each sample's verdict, in sample order, for a claim judged K >= 2 times; None: judged once."""
 
     @classmethod
     def of(cls, result: ClaimResult) -> ResultRow:
         """The row of a result; its claim id, rule, page URL, quote and reason held once however many runs and
         verdicts hold them (`sys.intern`: many claims quote the same page line)."""
+        extra = result.model_extra or None
+        if extra and SAMPLES in extra:
+            extra = {k: v for k, v in extra.items() if k != SAMPLES} or None
         return cls(sys.intern(result.id), result.judge_verdict, sys.intern(result.rule), sys.intern(result.evidence_url),
                    sys.intern(result.evidence_quote), sys.intern(result.reason), result.quote_verified, result.error,
-                   result.model_extra or None)
+                   extra, recorded_sample_verdicts(result))
 
 
 LONG_PROMPT_TOKENS = 100_000

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import syrupy
 
-from factories import write_run
+from factories import sampled_claim, write_run
 from replay.errors import InputError
 from replay.snapshots.session import session_records
 from replay.snapshots.verdicts import RunVerdicts
@@ -489,3 +489,41 @@ def test_run_paths_and_snapshots_are_taken_from_the_rootdir_when_pytest_starts_i
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*2 snapshots passed*"])
     assert not (sub / "snapshots").exists() and not (sub / "runs").exists()
+
+def sampled_files(a1: tuple[str | None, ...], a2: tuple[str | None, ...]) -> list[dict[str, Any]]:
+    """A run judged len(a1) times per claim: a-1 and a-2 with these verdicts in sample order."""
+    return [{"file": "docs/a.md", "results": [sampled_claim("a-1", *a1, rule="R1"), sampled_claim("a-2", *a2, rule="R2")]}]
+
+
+def test_a_run_with_samples_fails_on_a_majority_change_or_a_stable_claim_unsettled_not_within_its_spread(
+        project: pytest.Pytester) -> None:
+    ng, g = "not_grounded", "grounded"
+    write_run(project.path / "runs" / "r1", results=sampled_files((ng, ng, g), (g, g, g)), samples=3)
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    stored = json.loads((project.path / "snapshots" / "r1" / "docs_a.md.json").read_text())["claims"]
+    assert stored[0]["verdicts"] == {"grounded": 1, "not_grounded": 2, "source_silent": 0, "none": 0}
+    assert stored[1]["verdict"] == g and stored[1]["verdicts"]["grounded"] == 3
+    assert "verdicts" not in json.loads((project.path / "snapshots" / "r2" / "docs_c.md.json").read_text())["claims"][0]
+
+    # a-1 was unstable (ng 2, g 1) and is now ng 3: same majority, inside its recorded spread: shown, not failed
+    write_run(project.path / "runs" / "r1", results=sampled_files((ng, ng, ng), (g, g, g)), samples=3)
+    result = project.runpytest("-W", "default")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*SampleSpreadWarning: verdicts moved within their samples' recorded spread*",
+                                 "*docs/a.md:a-1  majority not_grounded held, within its recorded spread: verdicts "
+                                 "grounded 1, not_grounded 2 → not_grounded 3"])
+
+    # a-2 was stable (g 3) and is now g 2, no verdict 1: still a grounded majority, but unsettled: fails
+    write_run(project.path / "runs" / "r1", results=sampled_files((ng, ng, g), (g, None, g)), samples=3)
+    result = project.runpytest("-vv")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*run r1 differs from its snapshot snapshots/r1/: 0 verdicts flipped, 0 claims added, 0 removed, "
+        "1 stable became unstable",
+        "*  docs/a.md:a-2  stable grounded became unstable: verdicts grounded 3 → grounded 2, none 1"])
+
+    # a-1's majority moves from ng (2 of 3) to g (2 of 3): fails, naming the claim
+    write_run(project.path / "runs" / "r1", results=sampled_files((ng, g, g), (g, g, g)), samples=3)
+    result = project.runpytest("-vv")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*1 verdict flipped*", "*  docs/a.md:a-1  not_grounded → grounded*"])
