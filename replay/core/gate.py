@@ -141,9 +141,9 @@ def missing_verdicts(scores: Scores, who: str) -> str | None:
 
 
 def gate_rule(baseline: Scores, candidate: Scores) -> tuple[bool, str]:
-    """SPEC.md's gate alone: adopt iff P_c >= P_b and R_c >= R_b with at least one strictly greater.
+    """The adoption gate's rule alone: adopt iff P_c >= P_b and R_c >= R_b with at least one strictly greater.
 
-    Never adopted: a candidate with claims without a verdict (SPEC.md), nor one compared with a baseline
+    Never adopted: a candidate with claims without a verdict, nor one compared with a baseline
     that has some (its understated P/R would flatter the candidate).
     """
     incomplete = [why for why in (missing_verdicts(candidate, "candidate"), missing_verdicts(baseline, "baseline"))

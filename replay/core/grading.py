@@ -85,7 +85,7 @@ def _nfc(key: ClaimKey) -> ClaimKey:
 
 
 def claim_outcome(label: str, verdict: Verdict | None) -> Outcome | None:
-    """SPEC.md's binary outcome: positive = the judge flagged the claim `not_grounded`.
+    """The binary outcome: positive = the judge flagged the claim `not_grounded`.
 
     A claim with no verdict is never TP, FP or TN: on an `outdated`/`wrong` claim it is an FN (a flag
     was missed), on a `correct`/`unsourced` claim it has no outcome (None): nothing was judged.
@@ -218,7 +218,7 @@ def _error(p: PairedClaim, claims: Mapping[ClaimKey, AnyClaim | None] | None) ->
 def grade_results(
     results: Results, gold: Gold, claims: Mapping[ClaimKey, AnyClaim | None] | None = None
 ) -> Scores:
-    """Score `results` against `gold` (SPEC.md "Scoring").
+    """Score `results` against `gold` (the scoring rules).
 
     Every gold item is graded. A claim has *no verdict* when its result has no `judge_verdict` (an API
     failure, a cut-off or unparseable answer: the result's `error` says which) or when the results hold no

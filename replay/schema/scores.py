@@ -45,7 +45,7 @@ class ClaimError(BaseModel):
 
 
 class Scores(BaseModel):
-    """Scores of one results file against a gold set (SPEC.md's `grade --json`)."""
+    """Scores of one results file against a gold set (the `grade --json` output)."""
 
     precision: float | None
     recall: float | None

@@ -1,10 +1,10 @@
 """The model stand-in's deterministic judge policy: one claim, one fetched page, one prompt -> a verdict.
 
-A pure function of its inputs (no I/O). SPEC.md ("sim model") fixes the base policy; the prompt text
+A pure function of its inputs (no I/O). The stand-ins reference page documents the base policy; the prompt text
 switches on the documented prompt-dependent behaviours below, which only touch the claims they name.
 
-Base policy (SPEC.md steps 2-5 and the lower-bound rule)
-    Tokens, value tokens and subject words come from `replay._text` (SPEC tokenisation). Duplicate
+Base policy (the documented steps 2-5 and the lower-bound rule)
+    Tokens, value tokens and subject words come from the stand-in's own tokenisation (the documented one). Duplicate
     value tokens and subject words count once. A "line" is a line of the page text
     (`str.splitlines()`); blank lines are ignored; every tie goes to the first line.
     - No page (missing, or the fetch said it "could not be retrieved"): `source_silent`.
@@ -48,7 +48,7 @@ Prompt-dependent behaviours (by the headings the prompt text contains: `R1 —` 
       claim's own line is, among the lines that contain every value token of the claim that does occur
       in the page (the model name, the other figures: the claim's row, not another model's), the one
       sharing the most subject words, and it must share at least two; no such line, no R5.
-      A magnitude is a count or an amount: a number token (SPEC "Numbers") that is not a year (a
+      A magnitude is a count or an amount: a number token (as the scoring docs define numbers) that is not a year (a
       bare four-digit 1900-2099, as in `2025`; `2,025` with a separator is a count) and not a
       possible version number (a decimal without a `k`/`M` suffix, as in `4.1`; `1.5M` is an
       amount). Dates (`2025-04-14`) and versions (`gpt-4.1`, `1.2.3`) are not numbers at all. Years,
