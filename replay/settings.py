@@ -35,6 +35,7 @@ SETTINGS: dict[str, str] = {
     "anthropic-base-url": "a string",
     "concurrency": "a whole number of at least 1",
     "mode": "one of live, record, replay",
+    "samples": "a whole number of at least 1",
     "cassettes": "a path string",
     "page-store": "a path string",
     "prices": "a table",

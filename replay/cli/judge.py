@@ -13,7 +13,8 @@ import click
 from replay.cli._output import examples, no_dash
 from replay.core.budget import CostBudget
 from replay.core.commands import judge_command, retry_failed_command
-from replay.core.cost import cost_line, file_cost, total_usd
+from replay.core.cost import cost_line, file_cost, format_usd, total_usd
+from replay.core.sample_results import split
 from replay.core.display import printable
 from replay.errors import SystemFailed, UsageError
 from replay.runs.folder import Run
@@ -80,6 +81,13 @@ EPILOG = "\n\n".join([
 @click.option("--resume", is_flag=True, help="With --batch: continue an interrupted batch run into --run from the "
               "batches it already submitted (nothing answered is paid for again).")
 @click.option("--no-cache", is_flag=True, help="No prompt-caching breakpoints (caching is on by default).")
+@click.option("--samples", type=int, default=None, metavar="K",
+              help="Judge each claims file in K independent conversations (default 1; [tool.judge-replay] samples): "
+                   "each claim's verdict is the majority, every sample is kept, and all samples read the same "
+                   "page versions.")
+@click.option("--add-samples", type=int, default=None, metavar="N",
+              help="Record N more samples into the run in --run (its prompt, claims, model and settings), keeping "
+                   "the recorded ones as they are.")
 @click.option("--max-cost", type=float, default=None, metavar="USD",
               help="Stop before a model call (with --batch: a batch) that could take the run's cost past USD "
                    "(estimated high: every input token at the dearest input price, max_tokens of output).")
@@ -101,6 +109,8 @@ def command(
     batch: bool,
     resume: bool,
     no_cache: bool,
+    samples: int | None,
+    add_samples: int | None,
     max_cost: float | None,
 ) -> None:
     """Run the judge: one conversation per claims file (live, recorded into --run, or replayed from it).
@@ -110,9 +120,25 @@ def command(
     claims_paths = [*claims, *more_claims]
     if more_claims and not claims:
         raise UsageError(f"unexpected argument {more_claims[0]!r}: claims go after --claims")
+    if add_samples is not None:
+        from replay.cli._samples import add_samples_command
+
+        asked = setting("mode", mode, None)
+        if asked != "record":
+            raise UsageError("--add-samples records more samples (billed): give --mode record (or set JUDGE_REPLAY_MODE "
+                             "or [tool.judge-replay] mode)" + (f", not {asked}" if asked else ""))
+        add_samples_command(
+            add_samples, run_dir=run_dir, mode="record", mode_given=True, prompt=prompt, claims=claims_paths,
+            model=model, learn_url=learn_url, anthropic_base_url=anthropic_base_url, pages_from=pages_from,
+            concurrency=concurrency, force=force, retry_failed=retry_failed, out=out, progress=not no_progress,
+            batch=batch, resume=resume, no_cache=no_cache, samples=samples, max_cost=max_cost)
+        return
     mode = chosen_mode(mode, run_dir, recording_flags={
         "--retry-failed": retry_failed, "--batch": batch, "--resume": resume, "--no-cache": no_cache,
         "--max-cost": max_cost is not None, "--pages-from": pages_from is not None, "--force": force})
+    k = int(setting("samples", samples, 1))
+    if k < 1:
+        raise UsageError(f"--samples must be at least 1, not {k}")
     if mode != "replay" and (prompt is None or not claims_paths):
         raise UsageError(f"--mode {mode} needs --prompt P and --claims PATH...")
     if (batch or resume or no_cache) and mode == "replay":
@@ -157,13 +183,14 @@ def command(
             force=force,
             retry_failed=retry_failed,
             route=route,
+            samples=k,
         )
     except (KeyboardInterrupt, SystemFailed):  # Ctrl-C, or a batch journal that could not be written
         if route is not None and route.command_choices()["resume"]:
             resume_command = judge_command(
                 prompt=str(prompt), claims=claims_paths, run=run_dir, mode=mode, model=model, learn_url=learn_url,
                 anthropic_base_url=anthropic_base_url, pages_from=pages_from, retry_failed=retry_failed,
-                **route.command_choices())
+                samples=k, **route.command_choices())
             click.echo("judge: the batches the journal holds are kept; to continue without paying for them again "
                        f"(--batch --resume):\n  {printable(resume_command)}", err=True)
         raise
@@ -229,6 +256,11 @@ def _cost_notes(mode: str, stand_ins: Sequence[str]) -> list[str]:
         ["priced from the stand-in's token counts"] if "model" in stand_ins else [])
 
 
+def _difference(total: float | None, part: float | None) -> str:
+    """`total - part` in USD, as cost lines show it (unknown when either is)."""
+    return format_usd(None if total is None or part is None else round(total - part, 6))
+
+
 def summary(results: RunResults, mode: str, written: list[str], stand_ins: Sequence[str] = (), *,
             batch: bool = False) -> str:
     """A few lines a person reads at the end of a run (its files read once, one at a time)."""
@@ -236,7 +268,10 @@ def summary(results: RunResults, mode: str, written: list[str], stand_ins: Seque
     counts: Counter[str | None] = Counter()
     files = claims = unverified = tokens_in = tokens_out = written_to_cache = read_from_cache = 0
     costs: list[float | None] = []
+    first_costs: list[float | None] = []
     failed: list[tuple[str, str]] = []
+    k = results.header.samples or 1
+    split_claims = 0
     for f in results.files():
         files += 1
         claims += len(f.results)
@@ -248,6 +283,9 @@ def summary(results: RunResults, mode: str, written: list[str], stand_ins: Seque
             written_to_cache += f.usage.cache_creation_input_tokens
             read_from_cache += f.usage.cache_read_input_tokens
         costs.append(file_cost(f, results.header.model, batch=batch, prices=prices))
+        if k > 1:
+            first_costs.append(file_cost(split(f)[0], results.header.model, batch=batch, prices=prices))
+            split_claims += sum(1 for r in f.results if len(set(r.sample_verdicts())) > 1)
         if f.error:
             failed.append((f.file, f.error))
     verdicts = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
@@ -263,6 +301,10 @@ def summary(results: RunResults, mode: str, written: list[str], stand_ins: Seque
         f"  tokens: {tokens_in:,} in{cache}, {tokens_out:,} out",
         "  " + cost_line(total_usd(costs), batch=batch, notes=_cost_notes(mode, stand_ins)),
     ]
+    if k > 1:
+        lines.insert(2, f"  samples: {k} per claims file (verdicts above: each claim's majority); {split_claims} "
+                        f"claim(s) whose samples disagree")
+        lines.append(f"  the {k - 1} sample(s) beyond the first cost {_difference(total_usd(costs), total_usd(first_costs))}")
     if stand_ins:
         lines.append(f"  stand-ins (test equipment, not the real services): {', '.join(stand_ins)}")
     for file, error in failed:

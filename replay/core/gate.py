@@ -306,7 +306,7 @@ def model_noise(
     for who, side, k in (("baseline", sides[0], ks["baseline"]), ("candidate", sides[1], ks["candidate"])):
         if k >= goal:
             continue
-        settle.append(add_samples_command(goal - k, side.run) if side.run else
+        settle.append(add_samples_command(side.run, goal - k) if side.run else
                       f"record {goal - k} more samples of the {who} (its results are not a run folder, so the "
                       "command is not known)")
         costs.append(None if side.cost_usd is None else side.cost_usd / k * (goal - k))

@@ -2,6 +2,7 @@
 
     with HttpRecorder(mode, run_dir, pages_from=None, rerecord_hint="judge-replay judge ...") as rec:
         with rec.conversation(claims_file):   # this thread's httpx / httpx2 traffic -> that cassette
+        with rec.conversation(claims_file, sample=2):   # another sample of it -> its own cassette
             ...
         rec.stats                              # RunStats
 
@@ -65,7 +66,7 @@ import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple
 
 from replay.cassettes.cassette import save_cassette
 from replay.cassettes.interaction import Interaction
@@ -79,7 +80,7 @@ from replay.cassettes.normalise import normalise_recording
 from replay.cassettes.scrub import scrub_interaction
 from replay.errors import CassetteMiss, UsageError
 from replay.learn.wire import parse_jsonrpc_reply
-from replay.runs.names import cassette_name, in_folder
+from replay.runs.names import conversation_label, in_folder, sample_cassette_name
 from replay.schema.manifest import RunStats
 from replay.urls import normalise_learn_url
 
@@ -101,6 +102,9 @@ from replay.recording.tape import (
 
 MODES = ("live", "record", "replay")
 NO_CONVERSATION = "(no conversation)"
+RECORDED_SAMPLES = "(the samples already recorded)"
+"""Who fetched a page pinned from recorded cassettes (`HttpRecorder.pin_pages`): no conversation of this recording."""
+
 
 
 
@@ -181,9 +185,11 @@ class HttpRecorder:
             self._patched = False
 
     @contextmanager
-    def conversation(self, claims_file: str) -> Iterator[None]:
-        """Route this thread's HTTP traffic to `claims_file`'s cassette for the duration of the block."""
-        tape = _Tape(claims_file, in_folder(self.run_dir, cassette_name(claims_file)))
+    def conversation(self, claims_file: str, sample: int = 1) -> Iterator[None]:
+        """Route this thread's HTTP traffic to `claims_file`'s cassette for the duration of the block (with
+        samples: sample `sample`'s cassette, `runs.names.sample_cassette_name`)."""
+        tape = _Tape(claims_file, in_folder(self.run_dir, sample_cassette_name(claims_file, sample)),
+                     label=conversation_label(claims_file, sample))
         if self.mode == "replay":
             tape.load()
         token = self._current.set(tape)
@@ -203,7 +209,7 @@ class HttpRecorder:
             calls = learn_calls(_maybe_tool_calls(written, [w.request for w in tape.written]))
             pages = [(url, self._one_copy(text), no_page) for url, text, no_page in pages_fetched(calls)]
             with self._lock:
-                self.pages_read[claims_file] = pages
+                self.pages_read[claims_file] = [*self.pages_read.get(claims_file, []), *pages]
                 self.stats.interactions += len(interactions)
                 self.stats.model_calls += sum(1 for w in tape.written if w.request.kind == "model")
                 self.stats.learn_calls += sum(1 for w in tape.written if w.request.kind == "learn")
@@ -229,7 +235,7 @@ class HttpRecorder:
             self.stats.model_calls += tape.replayed["model"]
             self.stats.learn_calls += tape.replayed["learn"]
             if unused:
-                self._unused[tape.claims_file] = unused
+                self._unused[tape.label] = unused
 
     # ------------------------------------------------------------------ called by the patched transports
 
@@ -285,7 +291,7 @@ class HttpRecorder:
             url = _fetch_url(creq)
             if url:
                 with self._lock:
-                    self._page_cache.setdefault(url, (tape.claims_file, it))
+                    self._page_cache.setdefault(url, (tape.label, it))
 
     def _replayed(self, tape: _Tape | None, request: Any) -> _Played:
         """Replay: the recorded answer, found by the request's exact bytes (a request sent again as
@@ -337,7 +343,7 @@ class HttpRecorder:
             with self._lock:
                 cached = self._page_cache.get(url)
                 if cached is not None:
-                    return cached[0] != tape.claims_file  # its own page again goes out, as before
+                    return cached[0] != tape.label  # its own page again goes out, as before
                 under_way = self._in_flight.get(url)
                 if under_way is None:
                     claim = _PageFetch(self, url)
@@ -364,6 +370,22 @@ class HttpRecorder:
         with self._lock:
             return self._page_texts.setdefault(text, text)
 
+    def pin_pages(self, interactions: Iterable[Interaction]) -> int:
+        """Record mode: answer every later fetch of a page these recorded exchanges fetched (the cassettes of
+        a run's samples already recorded, `judge --add-samples`) from them, as if another conversation of
+        this recording had fetched it: new samples read the page versions the recorded ones read. Returns
+        how many pages were pinned."""
+        pinned = 0
+        for it in interactions:
+            creq = canonical_request(it.method, it.uri, it.request_body)
+            url = _fetch_url(creq) if creq.is_learn_fetch and _is_page_answer(it) else None
+            if url is not None:
+                with self._lock:
+                    if url not in self._page_cache:
+                        self._page_cache[url] = (RECORDED_SAMPLES, it)
+                        pinned += 1
+        return pinned
+
     def waiting_for_pages(self) -> int:
         """How many conversations wait now for a page another one is fetching."""
         with self._lock:
@@ -377,7 +399,7 @@ class HttpRecorder:
         url = _fetch_url(creq)
         with self._lock:
             cached = self._page_cache.get(url) if url else None
-        return cached[1] if cached and cached[0] != tape.claims_file else None
+        return cached[1] if cached and cached[0] != tape.label else None
 
     def _miss(self, tape: _Tape | None, creq: CanonicalRequest, *, detail: str = "", pool: _PagePool | None = None) -> CassetteMiss:
         closest_text: str | None = None
@@ -401,7 +423,7 @@ class HttpRecorder:
                     closest_text = f"interaction {found[0]}: {tape.requests[found[0]].describe()}"
                     details.extend(found[1])
         return CassetteMiss(
-            claims_file=tape.claims_file if tape is not None else NO_CONVERSATION,
+            claims_file=tape.label if tape is not None else NO_CONVERSATION,
             request=creq.describe(),
             closest=closest_text,
             rerecord=self.rerecord_hint,

@@ -29,6 +29,17 @@ class ClaimResult(_Open):
     conversation. None when there is nothing to check (empty quote) ."""
     error: str | None = None
     """Ours: why this claim has no valid verdict (missing id, invalid verdict, unparseable answer...)."""
+    samples: list[ClaimResult] | None = None
+    """Ours, in a run of K >= 2 samples: every sample's verdict record of this claim, in sample order (the
+    fields above are then those of the majority sample: `core.majority`); absent in a run of one sample."""
+
+    @model_serializer(mode="wrap")
+    def _samples_absent_when_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), "samples")
+
+    def sample_verdicts(self) -> list[Verdict | None]:
+        """This claim's verdict in each sample (one sample: its own verdict)."""
+        return [s.judge_verdict for s in self.samples] if self.samples else [self.judge_verdict]
 
 
 SAMPLES = "samples"
@@ -163,6 +174,15 @@ class Usage(Tokens):
             self.long_prompts = [*(self.long_prompts or []), request]
 
 
+def _without_none(data: dict[str, Any], *names: str) -> dict[str, Any]:
+    """A serialised record without these keys when they are None (written as before they were kept)."""
+    if isinstance(data, dict):
+        for name in names:
+            if name in data and data[name] is None:
+                del data[name]
+    return data
+
+
 class ToolCall(BaseModel):
     """One Learn tool call the judge made, in conversation order."""
 
@@ -177,6 +197,19 @@ class ToolCall(BaseModel):
     """For a search: the `contentUrl`s returned, in rank order."""
     error: str | None = None
     """The Learn error the judge was told about instead of a result, if the call failed."""
+
+
+class SampleConversation(_Open):
+    """One sample's conversation of a claims file, in a run of K >= 2 samples: what `FileResult` says of a
+    conversation besides its verdicts (those are in each claim's `samples`)."""
+
+    usage: Usage | None = None
+    tool_calls: list[ToolCall] | None = None
+    turns: int | None = None
+    error: str | None = None
+    warnings: list[str] | None = None
+    cost_usd: float | None = None
+    batch: bool | None = None
 
 
 class FileResult(_Open):
@@ -201,12 +234,20 @@ class FileResult(_Open):
     batch: bool | None = None
     """Ours: whether the conversation's model calls went through Message Batches (half price); None in a
     file written before it was kept (then the run's `batch_ids` says)."""
+    samples: list[SampleConversation] | None = None
+    """Ours, in a run of K >= 2 samples: each sample's conversation (its usage, Learn calls, turns, error), in
+    sample order; the fields above then sum them up (`judge.samples`). Absent in a run of one sample."""
     _failed_on_answer: bool = PrivateAttr(default=False)
+
+    @model_serializer(mode="wrap")
+    def _samples_absent_when_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), "samples")
 
     @property
     def needs_recording_again(self) -> bool:
-        """The conversation failed, or left a claim without a verdict (what `--retry-failed` records again)."""
-        return bool(self.error) or any(r.judge_verdict is None for r in self.results)
+        """The conversation failed, or left a claim without a verdict (what `--retry-failed` records again);
+        with samples, in any sample."""
+        return bool(self.error) or any(v is None for r in self.results for v in r.sample_verdicts())
 
     @property
     def failed_on_answer(self) -> bool:
@@ -229,7 +270,14 @@ class ResultsFile(_Open):
     """Which services were the local stand-ins (`learn`, `model`): test equipment, not the real thing."""
     cost_usd: float | None = None
     """USD the whole run was billed (the files' `cost_usd` summed; None when any is unknown)."""
+    samples: int | None = None
+    """How many samples (independent conversations) the run judged each claims file with, when more than
+    one (`judge --samples K`); absent for one."""
     files: list[FileResult]
+
+    @model_serializer(mode="wrap")
+    def _samples_absent_when_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), "samples")
 
 
 @dataclass(frozen=True, slots=True)

@@ -285,7 +285,8 @@ def _process(handler: ModelHandler, batch: _Batch) -> list[dict[str, Any]]:
                 if request.get("stream"):
                     raise ApiError(400, "invalid_request_error", "stream: not allowed in a batch request")
                 body = json.dumps(params, ensure_ascii=False, sort_keys=True).encode()
-                message = respond(request, body, fetch_per_turn=handler.app.fetch_per_turn, cut_off=handler.app.cut_off)
+                message = respond(request, body, fetch_per_turn=handler.app.fetch_per_turn, cut_off=handler.app.cut_off,
+                                  noise=handler.app.noise)
                 handler.app.cache.account(request, message["usage"])
                 result = {"type": "succeeded", "message": message}
             except ApiError as err:

@@ -69,6 +69,14 @@ Prompt-dependent behaviours (by the headings the prompt text contains: `R1 —` 
     - R3 (frame/unit replacement) is NOT implemented: like prompt v2, the stand-in misses a replaced
       frame whose numbers survive on the page.
     R5 and R6 are checked before the v1 leniency; a prompt that has them gets their rule name.
+
+Close calls (`runner_up`, what `sim model --noise P` flips): a claim whose verdict rests on a threshold or
+a calibration rule rather than on what the page plainly states. A lower bound (the verdict compares
+the page's number with the bound: its runner-up is the other of grounded / not_grounded); or a claim
+that the calibration rules decide, an equivalence (R5), an illustrative number (R7), an existence
+check (R2): the verdict changes when those rules are taken away from the prompt (or, for a prompt
+without them, given to it), and the runner-up is that other verdict. Every other claim has no
+runner-up: its verdict is what the page states.
 """
 
 from __future__ import annotations
@@ -102,6 +110,30 @@ def prompt_headings(prompt_text: str) -> frozenset[str]:
 def judge_claim(claim: dict[str, Any], page: str | None, prompt_text: str) -> dict[str, str]:
     """The stand-in's verdict on one claim: {judge_verdict, rule, evidence_quote, reason}."""
     return _Judgement(claim, page, prompt_headings(prompt_text)).decide()
+
+
+CALIBRATION_RULES = frozenset({"R2", "R5", "R7"})
+"""The rules that calibrate a verdict rather than read it off the page (existence, equivalence, illustrative)."""
+NOISE_REASON = "simulated model noise: the runner-up verdict"
+
+
+def runner_up(claim: dict[str, Any], page: str | None, prompt_text: str) -> dict[str, str] | None:
+    """For a close call (module docstring), the verdict a model in two minds would give instead, in the
+    shape `judge_claim` gives (its reason saying it is simulated noise); None for any other claim."""
+    if page is None:
+        return None
+    headings = prompt_headings(prompt_text)
+    judgement = _Judgement(claim, page, headings)
+    verdict = judgement.decide()
+    if any(_lower_bound(v) is not None for v in judgement.values):
+        if verdict["judge_verdict"] not in ("grounded", "not_grounded"):
+            return None  # no number to compare: nothing close about it
+        other = "not_grounded" if verdict["judge_verdict"] == "grounded" else "grounded"
+        return _verdict(other, "", verdict["evidence_quote"], f"{NOISE_REASON} (a lower bound read the other way)")
+    other_view = _Judgement(claim, page, headings ^ CALIBRATION_RULES).decide()
+    if other_view["judge_verdict"] == verdict["judge_verdict"]:
+        return None
+    return {**other_view, "reason": f"{NOISE_REASON} ({other_view['reason'].removeprefix('stand-in policy: ')})"}
 
 
 def _unique(items: Iterable[str]) -> list[str]:
