@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "cassettes": "Audit cassettes for secrets, verify runs replay, list runs.",
     "sim": "Run a local stand-in server (test equipment) on 127.0.0.1.",
     "schema": "Print the JSON Schema of a file format or output.",
+    "export": "Write runs as Inspect AI eval logs, for `inspect view`.",
 }
 """Each command (the module `replay.cli.<name>` defines it as `command`) and its line in `--help`."""
 
