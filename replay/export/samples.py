@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from inspect_ai.log import EvalSample
+from inspect_ai.log import EvalError, EvalSample
 from inspect_ai.model import ModelOutput
 
 from replay.core.grading import ClaimKey
@@ -47,8 +47,16 @@ def run_samples(run: Run, model: str, at: datetime, gold: dict[ClaimKey, GoldRow
                 output=ModelOutput.from_content(model, _as_json(record)),
                 scores={SCORER: claim_score(gold_row, _verdict(result))} if gold_row else None,
                 metadata=metadata, started_at=at.isoformat(), completed_at=at.isoformat(), total_time=0.0, working_time=0.0,
-                error=None))
+                error=_no_verdict(result, entry.error)))
     return samples
+
+
+def _no_verdict(result: ClaimResult | None, file_error: str | None) -> EvalError | None:
+    """The sample's error when the claim has no verdict (the viewer lists such samples as failed), else None."""
+    if result is not None and result.judge_verdict is not None:
+        return None
+    reason = (result.error if result else None) or file_error or "no result for this claim"
+    return EvalError(message=reason, traceback=reason, traceback_ansi=reason)
 
 
 def _verdict(result: ClaimResult | None) -> Any:

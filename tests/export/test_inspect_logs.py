@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -98,3 +99,20 @@ def test_a_folder_that_is_no_run_is_one_line(tmp_path: Path, capsys: pytest.Capt
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a run folder" in err[0]
     assert not (tmp_path / "logs").exists()
+
+
+def test_a_claim_without_a_verdict_is_a_failed_sample(tmp_path: Path) -> None:
+    """A run whose results give one claim no verdict (its conversation failed): that sample carries the
+    error and scores I; the others are as recorded."""
+    run = tmp_path / "v2-failed"
+    shutil.copytree(REPO / "cassettes" / "v2-demo", run)
+    results = json.loads((run / "results.json").read_text("utf-8"))
+    first = results["files"][0]
+    first["results"][0].update(judge_verdict=None, error="the Anthropic API failed: overloaded")
+    (run / "results.json").write_text(json.dumps(results), "utf-8")
+    assert main(["export", "inspect", str(run), "--gold", str(GOLD), "--out", str(tmp_path / "logs")]) == 0
+    log = inspect_log.read_eval_log(str(tmp_path / "logs" / "v2-failed.eval"))
+    failed = [s for s in log.samples if s.error is not None]
+    assert [s.id for s in failed] == [f"{first['file']}#{first['results'][0]['id']}"]
+    assert failed[0].error.message == "the Anthropic API failed: overloaded"
+    assert failed[0].scores["gold"].value == "I" and failed[0].scores["gold"].answer == "no verdict"
