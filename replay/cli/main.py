@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "sim": "Run a local stand-in server (test equipment) on 127.0.0.1.",
     "schema": "Print the JSON Schema of a file format or output.",
     "init": "Scaffold a project that judges your own documentation.",
+    "export": "Write runs as Inspect AI eval logs, for `inspect view`.",
 }
 """Each command (the module `replay.cli.<name>` defines it as `command`) and its line in `--help`."""
 
