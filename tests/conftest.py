@@ -62,6 +62,13 @@ def stand_ins(workdir):
 
 
 @pytest.fixture(autouse=True)
+def _own_cache_folder(tmp_path, monkeypatch):
+    """Each test's derived caches live in its own folder (`replay.cassettes.cache.cache_folder`), never in
+    the user's cache folder."""
+    monkeypatch.setenv("JUDGE_REPLAY_CACHE_DIR", str(tmp_path / ".judge-replay" / "cache"))
+
+
+@pytest.fixture(autouse=True)
 def _forget_secrets():
     """Each test starts with no remembered secret: the registry (`replay.secrets.registry`) is process-wide, and a
     key one test's run remembered would otherwise be redacted from the files of every later test."""

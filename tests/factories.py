@@ -182,8 +182,8 @@ def damage_page_store(store: Path, part: str = "pages") -> None:
     """Damage the page store as a disk error or a half-copied folder would. `pages`: overwrite the root
     pages of its `Cache` table and indexes (found in the database's schema) with junk, leaving its schema
     and `Settings` whole, so the store opens and the damage shows when its pages are read or written
-    ("database disk image is malformed"). `values`: cut every pickled value short (sqlite reads them
-    well; unpickling them fails)."""
+    ("database disk image is malformed"). `values`: cut every value short (sqlite reads them well;
+    their JSON does not read, their texts are not the texts recorded)."""
     import sqlite3
 
     db = store / "cache.db"
@@ -191,7 +191,7 @@ def damage_page_store(store: Path, part: str = "pages") -> None:
     try:
         if part == "values":
             with con:
-                con.execute("UPDATE Cache SET value = substr(value, 1, 4) WHERE mode = 4")  # diskcache's MODE_PICKLE
+                con.execute("UPDATE Cache SET value = substr(value, 1, 4) WHERE mode = 1")  # diskcache's MODE_RAW
             return
         roots = [page for name, page in con.execute("SELECT name, rootpage FROM sqlite_master") if name.startswith("Cache")]
     finally:

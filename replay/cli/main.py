@@ -68,8 +68,17 @@ class _LazyGroup(click.Group):
              epilog=examples("judge-replay bakeoff                  # grade the bundled demo runs, offline",
                              "judge-replay COMMAND --help           # each command's options and examples"))
 @click.version_option(package_name="judge-replay")
-def cli() -> None:
+@click.option("--no-cache", "no_derived_cache", is_flag=True,
+              help="Read every cassette from its YAML and keep nothing derived (as JUDGE_REPLAY_NO_CACHE=1); "
+                   "given before the command: judge-replay --no-cache diff A B.")
+def cli(no_derived_cache: bool) -> None:
     """Record, replay, grade, snapshot and explain runs of the Learn groundedness judge."""
+    if no_derived_cache:
+        import os
+
+        from replay.cassettes.cache import OFF_VARIABLE
+
+        os.environ[OFF_VARIABLE] = "1"
 
 
 def _say(message: str) -> None:

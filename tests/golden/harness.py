@@ -313,6 +313,7 @@ def _base_env(ctx: _Context, case: Any) -> dict[str, str]:
         "PYTHONIOENCODING": "utf-8",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
+    env["JUDGE_REPLAY_CACHE_DIR"] = str(ctx.sandbox / CACHE_FOLDER / "cache")  # the derived caches: kept, not compared
     if case.cwd == "repo":
         env["JUDGE_REPLAY_NO_CACHE"] = "1"  # the repository's own .judge-replay/ is left alone
     return env

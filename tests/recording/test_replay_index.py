@@ -16,7 +16,7 @@ from factories import LEARN, fetch_interaction
 from replay.core.cache_control import marker, without_breakpoints
 from replay.cassettes.interaction import Interaction
 from replay.cassettes.cassette import derived, load_cassette, save_cassette
-from replay.cassettes.cache import FOLDER, Cassette, entry_path
+from replay.cassettes.cache import cache_folder, Cassette, entry_path
 from replay.cassettes.matching import canonical_request, results_differences, sent_form, sent_key
 from replay.recording.recorder import HttpRecorder
 from replay.recording.transport_patch import _Sent
@@ -160,7 +160,7 @@ def test_a_valid_replay_index_entry_is_all_that_is_read(project: Path) -> None:
     first = derived(Cassette(cassette), derive, tag="test-index", code="1")
     document, index = entry_path(cassette), entry_path(cassette, "test-index")
     assert document is not None and index is not None and document.is_file() and index.is_file()
-    assert index.parent == project / FOLDER
+    assert index.parent == cache_folder()
     document.unlink()
     assert derived(Cassette(cassette), derive, tag="test-index", code="1") == first
     assert calls == [1] and not document.exists()  # neither parsed nor derived again
