@@ -77,3 +77,27 @@ def _forget_secrets():
     _secrets.forget_all()
     yield
     _secrets.forget_all()
+
+
+SLOW = (
+    "tests/test_typing.py",
+    "tests/test_layers.py",
+    "tests/test_docs.py::test_the_site_builds_strict_without_a_warning",
+    "tests/test_docs.py::test_a_broken_link_or_anchor_fails_the_build",
+    "tests/golden/test_golden_outputs.py::test_golden_output",
+    "tests/test_acceptance.py",
+    "tests/judge/test_system_limits.py",
+    "tests/judge/test_batches.py",
+    "tests/learn/test_sessions.py",
+    "tests/runs/test_writer.py::test_a_killed_rerecord_leaves_the_previous_run_as_it_was",
+    "tests/runs/test_writer.py::test_a_second_recording_into_a_run_in_flight_is_refused",
+)
+"""The tests that take seconds each (a CLI in a subprocess, a whole recording, mypy, the docs build), by
+node id prefix, as `--durations=40` ranked them: marked `slow`, so `-m "not slow"` runs the rest in a
+fraction of the time."""
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid.startswith(SLOW):
+            item.add_marker(pytest.mark.slow)
