@@ -58,6 +58,8 @@ class ResultRow:
     error: str | None
     model_extra: dict[str, Any] | None
     """The result's extra fields (a results file may carry the claim's `claim` and `claim_type`); None: none."""
+    samples: list[ClaimResult] | None = None
+    """Every sample's record, in a run of K >= 2 samples (`ClaimResult.samples`); None: one sample."""
 
     @classmethod
     def of(cls, result: ClaimResult) -> ResultRow:
@@ -65,7 +67,7 @@ class ResultRow:
         verdicts hold them (`sys.intern`: many claims quote the same page line)."""
         return cls(sys.intern(result.id), result.judge_verdict, sys.intern(result.rule), sys.intern(result.evidence_url),
                    sys.intern(result.evidence_quote), sys.intern(result.reason), result.quote_verified, result.error,
-                   result.model_extra or None)
+                   result.model_extra or None, result.samples)
 
 
 LONG_PROMPT_TOKENS = 100_000
