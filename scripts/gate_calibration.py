@@ -15,18 +15,18 @@ its own (seed 2s for the baseline side, 2s+1 for the candidate side):
 
 The single-sample gate (the seed's rule with its paired evidence, `core.gate.adoption_gate`) is applied
 to sample 1 of each side (a run of K = 1); the gate that reads every sample is applied to the K-sample
-runs when this checkout has it (`samples_gate`). The table gives, per gate and K, the share of seeds
+runs when this checkout has it (`reads_samples`). The table gives, per gate and K, the share of seeds
 adopting in (a) (false adoption) and in (b) (power).
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,21 +73,16 @@ def first_sample(results: ResultsFile) -> ResultsFile:
     return results.model_copy(update={"samples": None, "files": [split(f)[0] for f in results.files]})
 
 
-def single_sample_gate(baseline: ResultsFile, candidate: ResultsFile, gold: GoldSet) -> bool:
-    """The gate as it decides on one sample per side."""
-    b, c = first_sample(baseline), first_sample(candidate)
-    return adoption_gate(b, c, gold, baseline_scores=grade_results(b, gold),
-                         candidate_scores=grade_results(c, gold)).adopt
+def gate(baseline: ResultsFile, candidate: ResultsFile, gold: GoldSet) -> bool:
+    """Whether the adoption gate adopts the candidate (reading every sample, where the gate does)."""
+    return adoption_gate(baseline, candidate, gold, baseline_scores=grade_results(baseline, gold),
+                         candidate_scores=grade_results(candidate, gold)).adopt
 
 
-def samples_gate() -> Callable[[Path, Path, GoldSet], bool] | None:
-    """The gate that reads every sample (model-noise stability), when this checkout has it."""
-    try:
-        from replay.core import gate
-    except ImportError:
-        return None
-    decide = getattr(gate, "samples_adoption", None)
-    return decide if callable(decide) else None
+def reads_samples() -> bool:
+    """Whether this checkout's gate measures model-noise stability over samples (else only the
+    single-sample gate is measured)."""
+    return "required_stability" in inspect.signature(adoption_gate).parameters
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(REPO)
     gold = load_gold(GOLD)
     copy = copy_prompt(work)
-    ours = samples_gate()
+    ours = reads_samples()
     adopted = {(gate, case): 0 for gate in ("single", "samples") for case in ("identical", "better")}
     try:
         with start_learn(PAGES, port=0) as learn:
@@ -114,9 +109,9 @@ def main(argv: list[str] | None = None) -> int:
                                    seed=2 * s + i, learn_url=learn.url)
                             for i, (side, prompt) in enumerate((("baseline", "v2"), ("candidate", candidate)))]
                     baseline, cand = (load_results(r) for r in runs)
-                    adopted["single", case] += single_sample_gate(baseline, cand, gold)
-                    if ours is not None:
-                        adopted["samples", case] += bool(ours(runs[0], runs[1], gold))
+                    adopted["single", case] += gate(first_sample(baseline), first_sample(cand), gold)
+                    if ours:
+                        adopted["samples", case] += gate(baseline, cand, gold)
                     if args.keep is None:
                         for run in runs:
                             shutil.rmtree(run, ignore_errors=True)
@@ -128,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Gate calibration: {n} seeds, model stand-in noise {args.noise:g} (simulated), demo claims and gold set")
     print(f"  {'gate':<34} {'false adoption (v2 vs its copy)':>32} {'power (v3 over v2)':>20}")
     print(f"  {'single sample (K = 1)':<34} {adopted['single', 'identical'] / n:>32.1%} {adopted['single', 'better'] / n:>20.1%}")
-    if ours is not None:
+    if ours:
         print(f"  {f'with samples (K = {args.samples})':<34} {adopted['samples', 'identical'] / n:>32.1%} "
               f"{adopted['samples', 'better'] / n:>20.1%}")
     else:

@@ -81,6 +81,8 @@ class ResultRow:
     Not its sample records: their verdicts are `sample_verdicts`."""
     sample_verdicts: tuple[Verdict | None, ...] | None = None
     """Each sample's verdict, in sample order, for a claim judged K >= 2 times; None: judged once."""
+    samples: list[ClaimResult] | None = None
+    """Every sample's record, in a run of K >= 2 samples (`ClaimResult.samples`); None: one sample."""
 
     @classmethod
     def of(cls, result: ClaimResult) -> ResultRow:
@@ -91,7 +93,7 @@ class ResultRow:
             extra = {k: v for k, v in extra.items() if k != SAMPLES} or None
         return cls(sys.intern(result.id), result.judge_verdict, sys.intern(result.rule), sys.intern(result.evidence_url),
                    sys.intern(result.evidence_quote), sys.intern(result.reason), result.quote_verified, result.error,
-                   extra, recorded_sample_verdicts(result))
+                   extra, recorded_sample_verdicts(result), result.samples)
 
 
 LONG_PROMPT_TOKENS = 100_000
