@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -41,10 +42,10 @@ def run_samples(run: Run, model: str, at: datetime, gold: dict[ClaimKey, GoldRow
                 "claims_in_conversation": len(claims) or len(results)}
             samples.append(EvalSample(
                 id=sample_id(entry.file, claim_id), epoch=1,
-                input=claim.claim if claim else str((result.model_extra or {}).get("claim", claim_id)) if result else claim_id,
+                input=_claim_text(claim.claim if claim else None, result, claim_id),
                 target=gold_row.label if gold_row else "",
                 messages=convo.messages, events=list(convo.events),
-                output=ModelOutput.from_content(model, _as_json(record)),
+                output=ModelOutput.from_content(model, json.dumps(record, ensure_ascii=False, indent=2)),
                 scores={SCORER: claim_score(gold_row, _verdict(result))} if gold_row else None,
                 metadata=metadata, started_at=at.isoformat(), completed_at=at.isoformat(), total_time=0.0, working_time=0.0,
                 error=_no_verdict(result, entry.error)))
@@ -63,7 +64,7 @@ def _verdict(result: ClaimResult | None) -> Any:
     return result.judge_verdict if result else None
 
 
-def _as_json(record: dict[str, Any]) -> str:
-    import json
-
-    return json.dumps(record, ensure_ascii=False, indent=2)
+def _claim_text(text: str | None, result: ClaimResult | None, claim_id: str) -> str:
+    """The claim as the judge saw it; else the text a results file may carry beside a verdict; else its id."""
+    carried = (result.model_extra or {}).get("claim") if result else None
+    return text or (carried if isinstance(carried, str) else claim_id)
