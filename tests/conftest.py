@@ -44,3 +44,10 @@ def _forget_secrets():
     _secrets.forget_all()
     yield
     _secrets.forget_all()
+
+
+@pytest.fixture(autouse=True)
+def _wide_reports(monkeypatch):
+    """Text reports laid out 1,000 columns wide, so that a test looking for a phrase finds it on one line.
+    The width tests (tests/reports/test_width.py) set COLUMNS themselves."""
+    monkeypatch.setenv("COLUMNS", "1000")
