@@ -40,6 +40,7 @@ SETTINGS: dict[str, str] = {
     "page-store": "a path string",
     "prices": "a table",
     "gate-stability": "a number from 0 to 1",
+    "check": "true or false",
 }
 """Every setting `[tool.judge-replay]` may hold (dashes or underscores alike), and what its value must be.
 A new setting is added here, so that a misspelt one is an error rather than silently ignored."""
@@ -61,6 +62,8 @@ def _fits(kind: str, value: Any) -> bool:
         return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
     if kind == "a whole number of at least 1":
         return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    if kind == "true or false":
+        return isinstance(value, bool)
     if kind == "a table":
         return isinstance(value, dict)
     if kind == "a number from 0 to 1":

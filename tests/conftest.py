@@ -101,3 +101,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid.startswith(SLOW):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _wide_reports(monkeypatch):
+    """Text reports laid out 1,000 columns wide, so that a test looking for a phrase finds it on one line.
+    The width tests (tests/reports/test_width.py) set COLUMNS themselves."""
+    monkeypatch.setenv("COLUMNS", "1000")
