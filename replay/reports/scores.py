@@ -160,7 +160,7 @@ def model_noise_lines(noise: ModelNoise) -> list[str]:
     per_side = f"{ks.get('baseline', 1)} baseline, {ks.get('candidate', 1)} candidate"
     if not noise.measured:
         return ["model noise: not measured (one sample per claim on each side; record more with "
-                "`judge --add-samples N --run DIR` to measure it)"]
+                "`judge --mode record --add-samples N --run DIR` to measure it)"]
     if noise.stability is None:
         return [f"model noise: not measured (samples per claim: {per_side}): the gate made no comparison"]
     lines = [f"model noise: the decision holds in {noise.stability:.1%} of {noise.resamples} resamples of the "
