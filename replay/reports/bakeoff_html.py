@@ -35,7 +35,8 @@ def _role(i: int) -> str:
 
 
 def _scores_table(b: Bakeoff) -> str:
-    head = ["prompt", "run", "model", "P", "R", "F1", "accuracy", "TP", "FP", "FN", "TN", "no verdict", "cost"]
+    head = ["prompt", "run", "model", "P", "R", "F1", "accuracy", "TP", "FP", "FN", "TN", "no verdict", "unverified quotes",
+            "cost"]
     rows = ['<table class="scores" id="versions"><tr>'
             + "".join(f'<th{" class=l" if i < 3 else ""}>{h}</th>' for i, h in enumerate(head)) + "</tr>"]
     for i, v in enumerate(b.versions):
@@ -44,7 +45,7 @@ def _scores_table(b: Bakeoff) -> str:
         k = s.samples
         cells = [ratio_with_range(s.precision, s.precision_range, k), ratio_with_range(s.recall, s.recall_range, k),
                  ratio_with_range(s.f1, s.f1_range, k), ratio_with_range(s.accuracy, s.accuracy_range, k),
-                 s.tp, s.fp, s.fn, s.tn, s.no_verdict, format_usd(v.cost_usd) + batch]
+                 s.tp, s.fp, s.fn, s.tn, s.no_verdict, s.quote_unverified, format_usd(v.cost_usd) + batch]
         rows.append(f"<tr><td>{_e(v.prompt)} ({_role(i)})</td><td class=\"l\">{_e(v.label)}</td>"
                     f"<td class=\"l\">{_e(v.run.manifest.model)}</td>" + "".join(f"<td>{_e(c)}</td>" for c in cells)
                     + "</tr>")

@@ -133,3 +133,19 @@ def test_flip_details_on_the_bakeoff_page_show_controls_and_redact_secrets(price
     assert "<article id=" in page and "RLO\\u202eevil" in page and "ESC\\x1b[31mred" in page
     assert "\u202e" not in page and "\x1b" not in page and secret not in page
     assert "&lt;i&gt;x&lt;/i&gt;" in page and "<i>x</i>" not in page
+
+
+def test_the_html_versions_table_has_every_column_of_the_text_one(priced: Path, capsys: Any, tmp_path: Path) -> None:
+    import re
+
+    from replay.analysis.bakeoff import run_bakeoff
+    from replay.cli.bakeoff import versions_table
+
+    report = run_bakeoff(gold_path=priced / "gold.json", baseline=priced / "cassettes" / "v2-demo",
+                         candidates=[priced / "cassettes" / "v3-demo"], out_dir=tmp_path, replay=False)
+    text_columns = [str(c.header) for c in versions_table(report).rich().columns]
+    out = tmp_path / "b.html"
+    assert main(["bakeoff", "--no-replay", "--format", "html", "--out", str(out)]) == 0
+    table = out.read_text().split('id="versions"', 1)[1].split("</table>", 1)[0]
+    html_columns = re.findall(r"<th[^>]*>([^<]*)</th>", table)
+    assert html_columns == text_columns
