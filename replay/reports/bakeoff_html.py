@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable
 
 from replay.analysis.bakeoff import Bakeoff, FlipLine, GateReport, Version
@@ -78,9 +80,56 @@ def _samples_section(b: Bakeoff) -> str:
     return "\n".join(out)
 
 
-def _ticks(top: float) -> list[float]:
-    """Five evenly spaced ticks from 0 to `top`."""
-    return [top * i / 4 for i in range(5)]
+def cost_axis(costs: list[float]) -> tuple[float, float, list[float]]:
+    """The cost axis fitted to the data: (low, high, ticks), ticks at a round step (1, 2, 2.5 or 5 times a
+    power of ten) from a multiple of it below the cheapest run to one above the dearest: the largest such
+    step that gives at least four ticks. The axis starts at 0 only when the data come near it."""
+    if not costs:
+        return 0.0, 1.0, [0.0, 0.25, 0.5, 0.75, 1.0]
+    low, high = min(costs), max(costs)
+    if high <= 0:  # nothing cost anything
+        return 0.0, 0.04, [0.0, 0.01, 0.02, 0.03, 0.04]
+    if high - low <= high * 0.05:  # one cost, or all alike: a window of 10% around them
+        low, high = low * 0.9, high * 1.1 or 0.0001
+    span = high - low
+    top = math.floor(math.log10(span))
+    for exponent in range(top + 1, top - 4, -1):
+        for mult in (5, 2.5, 2, 1):
+            step = mult * 10.0 ** exponent
+            first = math.floor(low / step + 1e-9) * step
+            if math.isclose(first, low) and first > 0:
+                first -= step
+            last = math.ceil(high / step - 1e-9) * step
+            if math.isclose(last, high):
+                last += step
+            count = round((last - first) / step)
+            if count >= 3:
+                if first <= step:  # near zero: start there
+                    first, count = 0.0, round(last / step)
+                ticks = [round(first + i * step, 10) for i in range(count + 1)]
+                return ticks[0], ticks[-1], ticks
+    return 0.0, high * 2 or 1.0, [0.0, high * 2 or 1.0]
+
+
+def tick_label(cost: float, ticks: list[float]) -> str:
+    """A tick's dollars with as many decimals as the step needs (never more than four)."""
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+    decimals = min(4, max(2, -math.floor(math.log10(step)) + (1 if round(step / 10 ** math.floor(math.log10(step)), 6) % 1 else 0)))
+    return f"${cost:.{decimals}f}"
+
+
+def spread_labels(positions: list[tuple[float, float]], *, height: float = 14.0, width: float = 70.0) -> list[float]:
+    """Label baselines moved down just enough that no two labels closer than `width` apart across overlap."""
+    order = sorted(range(len(positions)), key=lambda i: (positions[i][1], positions[i][0]))
+    placed: list[tuple[float, float]] = []
+    out = [0.0] * len(positions)
+    for i in order:
+        x, y = positions[i]
+        while any(abs(x - px) < width and abs(y - py) < height for px, py in placed):
+            y += height
+        placed.append((x, y))
+        out[i] = y
+    return out
 
 
 def cost_chart(versions: list[Version]) -> str:
@@ -90,11 +139,11 @@ def cost_chart(versions: list[Version]) -> str:
     plotted = [v for v in versions if v.cost_usd is not None
                and (v.scores.precision is not None or v.scores.recall is not None)]
     left_out = [v for v in versions if v not in plotted]
-    top = max((v.cost_usd or 0.0 for v in plotted), default=0.0) * 1.15 or 1.0
+    low, high, ticks = cost_axis([v.cost_usd for v in plotted if v.cost_usd is not None])
     plot_w, plot_h = CHART_WIDTH - _LEFT - _RIGHT, CHART_HEIGHT - _TOP - _BOTTOM
 
     def x(cost: float) -> float:
-        return _LEFT + plot_w * cost / top
+        return _LEFT + plot_w * (cost - low) / (high - low)
 
     def y(score: float) -> float:
         return _TOP + plot_h * (1 - score)
@@ -105,15 +154,17 @@ def cost_chart(versions: list[Version]) -> str:
     for score in (0.0, 0.25, 0.5, 0.75, 1.0):
         parts.append(f'<line class="grid" x1="{_LEFT}" x2="{_LEFT + plot_w}" y1="{y(score):.1f}" y2="{y(score):.1f}"/>'
                      f'<text x="{_LEFT - 6}" y="{y(score) + 4:.1f}" text-anchor="end">{score:.2f}</text>')
-    for cost in _ticks(top):
+    for cost in ticks:
         parts.append(f'<line class="axis" x1="{x(cost):.1f}" x2="{x(cost):.1f}" y1="{_TOP + plot_h}" '
                      f'y2="{_TOP + plot_h + 4}"/><text x="{x(cost):.1f}" y="{_TOP + plot_h + 17}" '
-                     f'text-anchor="middle">{_e(format_usd(cost))}</text>')
+                     f'text-anchor="middle">{_e(tick_label(cost, ticks))}</text>')
     parts.append(f'<line class="axis" x1="{_LEFT}" x2="{_LEFT}" y1="{_TOP}" y2="{_TOP + plot_h}"/>'
                  f'<line class="axis" x1="{_LEFT}" x2="{_LEFT + plot_w}" y1="{_TOP + plot_h}" y2="{_TOP + plot_h}"/>'
                  f'<text x="{_LEFT + plot_w / 2:.1f}" y="{CHART_HEIGHT - 6}" text-anchor="middle">cost of the run '
                  f'(USD)</text><text x="14" y="{_TOP + plot_h / 2:.1f}" text-anchor="middle" '
                  f'transform="rotate(-90 14 {_TOP + plot_h / 2:.1f})">score</text>')
+    label_ys = spread_labels([(x(v.cost_usd or 0.0), y(v.scores.precision if v.scores.precision is not None
+                                                          else v.scores.recall or 0.0)) for v in plotted])
     for i, v in enumerate(plotted):
         colour = _COLOURS[i % len(_COLOURS)]
         cx = x(v.cost_usd or 0.0)
@@ -132,7 +183,7 @@ def cost_chart(versions: list[Version]) -> str:
             parts.append(f'<rect class="recall" x="{cx - 5:.1f}" y="{y(r) - 5:.1f}" width="10" height="10" '
                          f'fill="none" stroke="{colour}" stroke-width="2.5"><title>{name}: recall {ratio_text(r)} '
                          f"at {_e(format_usd(v.cost_usd))}</title></rect>")
-        label_y = y(p if p is not None else r or 0.0)
+        label_y = label_ys[i]
         parts.append(f'<text x="{cx + 10:.1f}" y="{label_y + 4:.1f}" fill="{colour}" style="fill:{colour}">'
                      f"{name}</text></g>")
     legend_x = _LEFT + plot_w + 20

@@ -149,3 +149,32 @@ def test_the_html_versions_table_has_every_column_of_the_text_one(priced: Path, 
     table = out.read_text().split('id="versions"', 1)[1].split("</table>", 1)[0]
     html_columns = re.findall(r"<th[^>]*>([^<]*)</th>", table)
     assert html_columns == text_columns
+
+
+@pytest.mark.parametrize("costs", [[0.1003, 0.1239, 0.0975], [0.0363], [0.0363, 0.0452], [3.63, 3.47, 3.05],
+                                   [0.2, 0.4], [0.0], [1234.5], [0.001, 250.0]])
+def test_the_cost_axis_is_fitted_to_the_data_with_round_ticks_and_distinct_labels(costs: list[float]) -> None:
+    from replay.reports.bakeoff_html import cost_axis, tick_label
+
+    low, high, ticks = cost_axis(costs)
+    assert (low, high) == (ticks[0], ticks[-1]) and low <= min(costs) and high >= max(costs)
+    assert 4 <= len(ticks) <= 12
+    step = ticks[1] - ticks[0]
+    assert all(abs((b - a) - step) < step * 1e-6 for a, b in zip(ticks, ticks[1:]))  # evenly spaced
+    mantissa = step / 10 ** __import__("math").floor(__import__("math").log10(step))
+    assert any(abs(mantissa - m) < 1e-6 for m in (1, 2, 2.5, 5))  # a round step
+    labels = [tick_label(t, ticks) for t in ticks]
+    assert len(set(labels)) == len(labels)  # no two ticks read alike
+    if len(set(costs)) > 1 and min(costs) > 2 * (max(costs) - min(costs)):
+        assert low > 0  # the demo's costs are not crowded at the right of an axis from $0
+        assert (max(costs) - min(costs)) / (high - low) >= 0.3
+
+
+def test_version_labels_of_nearby_points_never_overlap() -> None:
+    from replay.reports.bakeoff_html import spread_labels
+
+    points = [(100.0, 50.0), (104.0, 55.0), (98.0, 52.0), (400.0, 50.0)]
+    ys = spread_labels(points, height=14.0, width=70.0)
+    assert ys[3] == 50.0  # far away: left where it was
+    near = sorted(ys[:3])
+    assert all(b - a >= 14.0 for a, b in zip(near, near[1:]))
