@@ -33,6 +33,7 @@ SETTINGS: dict[str, str] = {
     "learn-url": "a string",
     "anthropic-base-url": "a string",
     "concurrency": "a whole number of at least 1",
+    "max-tokens": "a whole number of at least 1",
     "cassettes": "a path string",
     "page-store": "a path string",
     "prices": "a table",

@@ -23,6 +23,8 @@ distinct request body with 529 `overloaded_error`; a retired model (`RETIRED_MOD
 containing "retired") gets the API's 404 `not_found_error` naming it; a claim whose text contains
 `CONTEXT_EXCEEDED_MARKER` makes the final answer stop with `model_context_window_exceeded`, its JSON cut
 in half; so does `sim model --cut-off FILE` for the conversation of that claims file (its claims unchanged).
+A final answer longer than the request's `max_tokens` (thinking included, four characters a token) is cut
+there and stops with `max_tokens`.
 """
 
 from __future__ import annotations
@@ -266,6 +268,10 @@ def respond(request: dict[str, Any], body: bytes, *, fetch_per_turn: int = 0, th
     if thinking:
         content.insert(0, {"type": "thinking", "thinking": thought, "signature": thinking_signature(request, thought)})
         output = thought + output
+    room = request["max_tokens"] * 4 - (len(thought) if thinking else 0)  # thinking counts toward max_tokens
+    if stop_reason == "end_turn" and len(output) // 4 > request["max_tokens"]:
+        content[-1]["text"] = content[-1]["text"][: max(0, room)]
+        output, stop_reason = output[: request["max_tokens"] * 4], "max_tokens"
     prompt = json.dumps([request.get("system"), request["messages"]], ensure_ascii=False)
     return {
         "id": f"msg_{_digest(body, 'message')}",
