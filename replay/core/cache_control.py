@@ -28,8 +28,9 @@ batch mode too. Per cached token, a 1-hour first round costs 2x + 0.1x (write, t
 costs 1.25x + 0.1x when the second round comes in time and 1.25x + 1.25x (written again) when it does
 not: 5 minutes is cheaper unless the first round outlasts its lifetime more than 65% of the time, and
 after one measured round the lifetime follows the measurement, so a slow first round costs one round of
-writes, once. (`scripts/bench_cost.py` on the stand-in, whose rounds are instant: batch+cache costs 0.32
-of direct uncached with a 5-minute first round, 0.38 with a 1-hour one.) A resumed batch run starts from
+writes, once. (`scripts/bench_cost.py` on the strict stand-in, whose rounds are instant: batch+cache costs 0.31
+of direct uncached with a 5-minute first round, one page per turn; 0.38 with a 1-hour one, measured on the
+earlier, laxer stand-in.) A resumed batch run starts from
 the round times its interrupted run measured (kept in its journal, `judge.batches.journal.BatchJournal`).
 """
 
