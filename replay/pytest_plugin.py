@@ -1,5 +1,6 @@
-"""pytest plugin (entry point `pytest11`): the `verdict_snapshot` fixture, the `--replay-*` options, and
-the terminal summary listing every verdict snapshot mismatch in full."""
+"""pytest plugin (entry point `pytest11`): the `verdict_snapshot` fixture, the `--replay-*` options, the
+terminal summary listing every verdict snapshot mismatch in full, and the record mode (`judge_run`
+marker and fixture, `--record-mode`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
     from replay.snapshots.extension import VerdictSnapshotAssertion
+    from replay.snapshots.verdicts import RunVerdicts
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -25,6 +27,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Folder holding verdict snapshots, one subfolder per run (default: <rootdir>/snapshots; "
         "a relative path is taken from the rootdir).",
     )
+    record_help = ("For tests marked judge_run: none (default: replay offline; a missing run fails), once (record "
+                   "the runs that are missing), rewrite (record every marked run again). Recording is billed "
+                   "unless the endpoints name the local stand-ins. Default: JUDGE_REPLAY_RECORD_MODE, else none.")
+    try:
+        group.addoption("--record-mode", "--judge-record-mode", dest="judge_record_mode", default=None,
+                        choices=["none", "once", "rewrite"], help=record_help)
+    except ValueError:  # pytest-recording owns --record-mode: ours keeps its longer name
+        group.addoption("--judge-record-mode", dest="judge_record_mode", default=None,
+                        choices=["none", "once", "rewrite"], help=record_help)
+    group.addoption("--judge-learn-url", dest="judge_learn_url", default=None, metavar="URL",
+                    help="Learn MCP endpoint for recordings (default: JUDGE_REPLAY_LEARN_URL, else [tool.judge-replay] "
+                         "learn-url, else the public endpoint).")
+    group.addoption("--judge-anthropic-base-url", dest="judge_anthropic_base_url", default=None, metavar="URL",
+                    help="Messages API base URL for recordings (default: JUDGE_REPLAY_ANTHROPIC_BASE_URL, else "
+                         "[tool.judge-replay] anthropic-base-url, else the SDK's).")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "judge_run(prompt, claims, run, model=None): the test uses this judge run (the judge_run "
+        "fixture gives its verdicts, replayed offline); --record-mode once|rewrite records it")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -81,6 +104,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     for lines in mismatches:
         for line in lines:
             terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def judge_run(request: pytest.FixtureRequest) -> RunVerdicts:
+    """The verdicts of the run named by the test's `@pytest.mark.judge_run(prompt=..., claims=..., run=...)`,
+    replayed offline (recorded first when `--record-mode` says so): `assert judge_run == verdict_snapshot`."""
+    from replay.snapshots.record_mode import marked_run
+
+    return marked_run(request)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,13 @@ SETTINGS: dict[str, str] = {
     "anthropic-base-url": "a string",
     "concurrency": "a whole number of at least 1",
     "max-tokens": "a whole number of at least 1",
+    "mode": "one of live, record, replay",
+    "samples": "a whole number of at least 1",
     "cassettes": "a path string",
     "page-store": "a path string",
     "prices": "a table",
+    "gate-stability": "a number from 0 to 1",
+    "check": "true or false",
 }
 """Every setting `[tool.judge-replay]` may hold (dashes or underscores alike), and what its value must be.
 A new setting is added here, so that a misspelt one is an error rather than silently ignored."""
@@ -52,12 +57,18 @@ def find_pyproject(start: Path | None = None) -> Path | None:
 
 
 def _fits(kind: str, value: Any) -> bool:
+    if kind.startswith("one of "):
+        return isinstance(value, str) and value in kind.removeprefix("one of ").split(", ")
     if kind == "a list of path strings":
         return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
     if kind == "a whole number of at least 1":
         return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    if kind == "true or false":
+        return isinstance(value, bool)
     if kind == "a table":
         return isinstance(value, dict)
+    if kind == "a number from 0 to 1":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
     return isinstance(value, str)
 
 
@@ -127,11 +138,39 @@ def _registered(name: str) -> str:
     return dashed
 
 
+ENVIRONMENT: dict[str, str] = {
+    "mode": "JUDGE_REPLAY_MODE",
+    "learn-url": "JUDGE_REPLAY_LEARN_URL",
+    "anthropic-base-url": "JUDGE_REPLAY_ANTHROPIC_BASE_URL",
+}
+"""The settings an environment variable may also give: it wins over `[tool.judge-replay]`, a flag over it."""
+
+
+def environment_setting(name: str) -> str | None:
+    """The setting's environment variable (`ENVIRONMENT`), checked as the setting would be; None when unset
+    or empty. A bad value is a UsageError naming the variable (an endpoint's text never shown)."""
+    key = _registered(name)
+    variable = ENVIRONMENT.get(key)
+    value = os.environ.get(variable, "") if variable else ""
+    if not variable or not value:
+        return None
+    if not _fits(SETTINGS[key], value):
+        raise UsageError(f"{variable} must be {SETTINGS[key]}, not {value!r}")
+    problem = _value_problem(key, SETTINGS[key], value)
+    if problem:
+        raise UsageError(f"{variable}: {problem}")
+    return value
+
+
 def setting(name: str, flag_value: Any, default: Any = None, start: Path | None = None) -> Any:
-    """The flag's value if given, else the project setting (validated, not resolved), else the default."""
+    """The flag's value if given, else its environment variable (`ENVIRONMENT`), else the project setting
+    (validated, not resolved), else the default."""
     key = _registered(name)
     if flag_value not in (None, (), []):
         return flag_value
+    from_environment = environment_setting(key)
+    if from_environment is not None:
+        return from_environment
     settings, _ = load_settings(start)
     return settings.get(key, default)
 
@@ -172,3 +211,12 @@ def project_prices(start: Path | None = None) -> dict[str, Price]:
     bad entry is an InputError naming the pyproject.toml)."""
     settings, _ = load_settings(start)
     return price_table(settings.get("prices"))
+
+
+GATE_STABILITY = 0.95
+"""The model-noise stability a gate decision needs by default (`[tool.judge-replay] gate-stability`)."""
+
+
+def gate_stability(start: Path | None = None) -> float:
+    """The share of model-noise resamples in which the gate's decision must hold for it to adopt."""
+    return float(setting("gate-stability", None, GATE_STABILITY, start))

@@ -31,7 +31,7 @@ def split_url(url: str) -> SplitResult | None:
 
 @functools.lru_cache(maxsize=16384)
 def normalise_learn_url(url: str) -> str:
-    """SPEC.md URL normalisation: scheme and host lower-cased, `/en-us/`-style locale, fragment and
+    """The URL normalisation every part of judge-replay uses: scheme and host lower-cased, `/en-us/`-style locale, fragment and
     trailing slash dropped (a text that is no URL: itself, stripped). Remembered: a run's reports ask
     for the same few hundred URLs once per claim and page."""
     parts = split_url(url)

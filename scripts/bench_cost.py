@@ -18,8 +18,21 @@ The same figures follow for the stand-in's default mode (every page fetched in o
 has less to save. The stand-in's token counts are its own (a quarter of the JSON length), not Claude's
 tokenizer: the ratios are what the benchmark shows, not the absolute dollars.
 
+Samples (`--samples K`, default 3; 1 skips it): the cached direct and batch ways are recorded again with
+`judge --samples K`, and what each sample beyond the first costs is printed, as USD and as a share of
+the first sample. Why it is less than a whole sample: the samples of a claims file send the same first
+request (tools, prompt, the claims batch), so every sample after the first reads that prefix from the
+prompt cache that the first wrote (a tenth of the input price instead of 1.25x); and every page is
+fetched once for all samples. What the cache cannot share: a real model's samples diverge after their
+first answer, so from the second turn on each sample pays for its own turns (it reads its own earlier
+turns from the cache, as the first sample does). The stand-in's samples give identical answers until
+the final one, so on it the later turns are shared too; the "real model" column reprices the extra
+samples as a real model would bill them: each costs what the first did, with its first-turn cache write
+read instead.
+
 The last line is JSON, for the `--fetch-per-turn 1` runs:
-    {"files": N, "direct_usd": A, "cached_usd": B, "batch_cached_usd": C, "ratio": C/A}
+    {"files": N, "direct_usd": A, "cached_usd": B, "batch_cached_usd": C, "ratio": C/A,
+     "samples": K, "extra_sample_direct_usd": D, "extra_sample_batch_usd": E}
 """
 
 from __future__ import annotations
@@ -40,6 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from replay.core.cost import TokenUsage, cost_usd, format_usd  # noqa: E402
+from replay.cassettes.cassette import load_cassette  # noqa: E402
 from replay.runs.folder import Run  # noqa: E402
 
 CLI = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
@@ -101,7 +115,7 @@ def usage_of(run: Path) -> TokenUsage:
                             "cache_read_input_tokens", "cache_write_1h_tokens"), 0)
     r = Run(run)
     for entry in r.manifest.claims:
-        for it in r.interactions(entry.file):
+        for it in (it for k in range(1, len(entry.cassettes) + 1) for it in load_cassette(r.cassette_path(entry.file, k))):
             if not it.uri.endswith("/v1/messages") or it.status != 200:
                 continue
             usage = json.loads(it.response_body).get("usage") or {}
@@ -140,6 +154,35 @@ def record(work: Path, claims: Path, name: str, flags: list[str], batch: bool, f
     return Figures(name, usd, usage, requests, seconds, verdicts_of(run))
 
 
+def first_turn_writes(run: Path) -> int:
+    """Cache-write tokens of each conversation's first model request (sample 1's): the prefix every later
+    sample of a file reads from the cache instead."""
+    r = Run(run)
+    total = 0
+    for entry in r.manifest.claims:
+        first = next((it for it in r.interactions(entry.file) if it.uri.endswith("/v1/messages") and it.status == 200), None)
+        if first is not None:
+            total += int((json.loads(first.response_body).get("usage") or {}).get("cache_creation_input_tokens") or 0)
+    return total
+
+
+def samples_report(one: Figures, many: Figures, samples: int, writes: int, batch: bool, model: str) -> float | None:
+    """What each sample beyond the first costs (and what a real model would bill for it)."""
+    if one.usd is None or many.usd is None:
+        return None
+    extra = (many.usd - one.usd) / (samples - 1)
+    repriced = TokenUsage(input_tokens=0, output_tokens=0, cache_creation_input_tokens=writes,
+                          cache_read_input_tokens=0, cache_write_1h_tokens=0)
+    as_read = TokenUsage(input_tokens=0, output_tokens=0, cache_creation_input_tokens=0,
+                         cache_read_input_tokens=writes, cache_write_1h_tokens=0)
+    saved = (cost_usd(model, repriced, batch=batch) or 0.0) - (cost_usd(model, as_read, batch=batch) or 0.0)
+    real = one.usd - saved
+    print(f"  {many.way:<18} first sample {format_usd(one.usd):>9}; each further sample {format_usd(extra):>9} "
+          f"({extra / one.usd:.0%} of the first) on the stand-in, ~{format_usd(real)} ({real / one.usd:.0%}) "
+          "with a real model")
+    return round(extra, 6)
+
+
 def report(title: str, figures: list[Figures]) -> None:
     print(title)
     print(f"  {'way':<18} {'billed':>10} {'uncached in':>12} {'cache write':>12} {'cache read':>12} "
@@ -159,6 +202,8 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=200, help="claims files per run (default 200)")
     parser.add_argument("--concurrency", type=int, default=4, help="direct conversations at once (default 4)")
     parser.add_argument("--keep", type=Path, help="keep the runs and logs in this (new) folder")
+    parser.add_argument("--samples", type=int, default=3, help="samples per claims file for the samples figures "
+                        "(default 3; 1 skips them)")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-cost-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -178,8 +223,19 @@ def main() -> None:
         report(f"{args.files} claims files, stand-in default mode (every page in one turn):", results[0])
         direct, cached, batch = (f.usd for f in results[1])
         ratio = round(batch / direct, 4) if direct and batch is not None else None
+        extra: dict[str, float | None] = {}
+        if args.samples > 1:
+            print(f"{args.files} claims files, --samples {args.samples}, stand-in fetching one page per turn:")
+            for (way, flags, batched), one in zip(WAYS[1:], results[1][1:]):
+                name = f"{way.split(',')[0]}-samples"
+                many = record(work, claims, name, [*flags, "--samples", str(args.samples)], batched, 1, args.concurrency)
+                many.way = way
+                writes = first_turn_writes(work / f"{way.split(',')[0]}-cached-f1")
+                extra[way] = samples_report(one, many, args.samples, writes, batched, Run(work / name).manifest.model)
         print(json.dumps({"files": args.files, "direct_usd": direct, "cached_usd": cached,
-                          "batch_cached_usd": batch, "ratio": ratio}))
+                          "batch_cached_usd": batch, "ratio": ratio, "samples": args.samples,
+                          "extra_sample_direct_usd": extra.get("direct, cached"),
+                          "extra_sample_batch_usd": extra.get("batch, cached")}))
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

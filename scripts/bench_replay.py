@@ -206,7 +206,8 @@ def main(argv: list[str] | None = None) -> None:
     t = time.perf_counter()
     run_dir = recorded_run(files, "after", args.workdir.resolve())
     ws = run_dir.parent.parent
-    os.chdir(ws)  # the workspace is the project: its cassette cache is ws/.judge-replay/cache
+    os.chdir(ws)  # the workspace is the project; its cassette cache is kept in ws/.judge-replay/cache
+    os.environ["JUDGE_REPLAY_CACHE_DIR"] = str(ws / ".judge-replay" / "cache")
     convs = conversations(run_dir, ws / ".judge-replay" / "bench-floor")
     n = sum(len(c.requests) for c in convs)
     size = sum(c.cassette.stat().st_size for c in convs)

@@ -4,6 +4,12 @@
     python scripts/record_demo.py --force         # all five, frozen ones too (they stay frozen)
     python scripts/record_demo.py --only v3-demo  # record one (repeatable)
     python scripts/record_demo.py --expect        # print the verdicts the stand-in policy will give
+    python scripts/record_demo.py --only samples/v3-demo-k3   # one of the runs with samples (below)
+
+The runs with samples (`cassettes/samples/`: prompts v2 and v3, 3 samples each, against the model
+stand-in with simulated noise 0.15 (seeds 1 and 2: a stream of its own per prompt), at concurrency 1 so that the noise is drawn in one order)
+show a bake-off with model noise measured. They sit one folder down so that the one-sample demo runs
+keep their outputs (`cassettes list`, the sibling runs `diff` discovers) as they were.
 
 The stand-ins are test equipment: the verdicts come from the model stand-in's deterministic policy
 (`replay.sim.policy`), not from Claude. Both stand-ins are deterministic and the recorder normalises
@@ -53,6 +59,10 @@ class DemoRun:
     name: str
     prompt: str
     snapshot: str
+    samples: int = 1
+    noise: float = 0.0
+    """Simulated model noise (`sim model --noise`); 0: the deterministic policy."""
+    seed: int = 0
 
     @property
     def recorded_at(self) -> str:
@@ -67,6 +77,11 @@ RUNS = (
     DemoRun("v3-demo-2026-09", "v3", "2026-09"),
     DemoRun("v2-demo-2026-09", "v2", "2026-09"),
 )
+NOISY_RUNS = (
+    DemoRun("samples/v2-demo-k3", "v2", "2026-06", samples=3, noise=0.15, seed=1),
+    DemoRun("samples/v3-demo-k3", "v3", "2026-06", samples=3, noise=0.15, seed=2),
+)
+"""The demo runs with samples, recorded against simulated model noise (their verdicts are not the policy's alone)."""
 
 
 # --------------------------------------------------------------------------- expected verdicts (pure)
@@ -160,7 +175,10 @@ def record(runs: list[DemoRun], *, force: bool = False) -> None:
             print(f"recording {CASSETTES / run.name} (prompt {run.prompt}, pages {run.snapshot})", file=sys.stderr)
             when = datetime.strptime(run.recorded_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
             os.environ["SOURCE_DATE_EPOCH"] = str(int(when.timestamp()))
-            with start_model(port=0) as model:
+            from replay.sim.noise import ModelNoise
+
+            noise = ModelNoise(run.noise, run.seed) if run.noise else None
+            with start_model(port=0, noise=noise) as model:
                 run_judge(
                     run.prompt,
                     [CLAIMS],
@@ -173,12 +191,13 @@ def record(runs: list[DemoRun], *, force: bool = False) -> None:
                     progress=False,
                     force=force,
                     route=ModelRoute(cache=True),
+                    samples=run.samples,
                 )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", action="append", metavar="NAME", choices=[r.name for r in RUNS],
+    parser.add_argument("--only", action="append", metavar="NAME", choices=[r.name for r in (*RUNS, *NOISY_RUNS)],
                         help="record only this run (repeatable)")
     parser.add_argument("--expect", action="store_true",
                         help="print the expected verdict table (policy applied directly) without recording")
@@ -187,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.expect:
         print(expectation_table(load_gold(REPO / GOLD)))
         return 0
-    chosen = [r for r in RUNS if not args.only or r.name in args.only]
+    chosen = [r for r in (*RUNS, *NOISY_RUNS) if not args.only or r.name in args.only]
     if not args.force:
         for run in frozen_runs(chosen):
             print(f"skipping {CASSETTES / run.name}: frozen, kept as recorded (--force re-records it)", file=sys.stderr)

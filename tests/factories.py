@@ -20,6 +20,8 @@ from replay.files.json_text import dump_json
 from replay.files.atomic import write_model
 from replay.learn.wire import FETCH_TOOL, missing_page_text, sse_message
 from replay.schema.manifest import ClaimsFileEntry, RunManifest
+from replay.core.majority import majority_index
+from replay.schema.gold import GoldSet
 from replay.schema.results import FileResult, ResultsFile
 from replay.runs.folder import MANIFEST, PROMPT, RESULTS
 from replay.runs.names import cassette_name
@@ -51,9 +53,12 @@ def write_run(
     results: list[dict[str, Any]],
     pages: dict[str, dict[str, str | None]] | None = None,
     recorded_at: str = "2026-11-30T10:00:00Z",
+    samples: int | None = None,
 ) -> Path:
     """A run folder: `results` are per-file outputs; `pages[claims_file][url]` is the text each file's
-    conversation fetched (None: could not be retrieved)."""
+    conversation fetched (None: could not be retrieved). `samples`: K of a run judged K times per claim
+    (its claims' results carry their `samples` records: `sampled_claim`), written as run.json's and
+    results.json's `samples`."""
     folder.mkdir(parents=True, exist_ok=True)
     pages = pages or {}
     entries = []
@@ -69,9 +74,34 @@ def write_run(
     )
     write_model(folder / MANIFEST, manifest)
     (folder / PROMPT).write_text(prompt_text, "utf-8")
+    extra = {"samples": samples} if samples else {}
     write_model(folder / RESULTS, ResultsFile(prompt=prompt, prompt_sha256=manifest.prompt_sha256, model=model,
-                                               recorded_at=recorded_at, files=files))
+                                               recorded_at=recorded_at, files=files, **extra))
+    if samples:
+        data = json.loads((folder / MANIFEST).read_text("utf-8"))
+        (folder / MANIFEST).write_text(dump_json({**data, "samples": samples}), "utf-8")
     return folder
+
+
+def sampled_claim(id_: str, *verdicts: str | None, **fields: Any) -> dict[str, Any]:
+    """A claim result judged once per verdict given (None: that sample gave none, with an error), as a run
+    with samples holds it: the majority sample's record at the top level, every record under `samples`.
+    One verdict: a claim judged once (no `samples`)."""
+    records = [{"id": id_, "judge_verdict": v, **fields, **({} if v else {"error": "cut off"})} for v in verdicts]
+    if len(records) == 1:
+        return records[0]
+    return {**records[majority_index(list(verdicts))], "samples": records}  # type: ignore[arg-type]
+
+
+def sampled_results(*claims: dict[str, Any], file: str = "a.md") -> ResultsFile:
+    """A results file of one claims file holding `claims` (from `sampled_claim`), with its `samples` K."""
+    k = max(len(c.get("samples", [c])) for c in claims)
+    return ResultsFile.model_validate({**({"samples": k} if k > 1 else {}), "files": [{"file": file, "results": list(claims)}]})
+
+
+def gold_of(file: str = "a.md", **labels: str) -> GoldSet:
+    """A gold set of one claims file: claim id -> label."""
+    return GoldSet.model_validate({"items": [{"file": file, "id": i, "label": label} for i, label in labels.items()]})
 
 
 def write_json(path: Path, data: Any) -> Path:
@@ -152,8 +182,8 @@ def damage_page_store(store: Path, part: str = "pages") -> None:
     """Damage the page store as a disk error or a half-copied folder would. `pages`: overwrite the root
     pages of its `Cache` table and indexes (found in the database's schema) with junk, leaving its schema
     and `Settings` whole, so the store opens and the damage shows when its pages are read or written
-    ("database disk image is malformed"). `values`: cut every pickled value short (sqlite reads them
-    well; unpickling them fails)."""
+    ("database disk image is malformed"). `values`: cut every value short (sqlite reads them well;
+    their JSON does not read, their texts are not the texts recorded)."""
     import sqlite3
 
     db = store / "cache.db"
@@ -161,7 +191,7 @@ def damage_page_store(store: Path, part: str = "pages") -> None:
     try:
         if part == "values":
             with con:
-                con.execute("UPDATE Cache SET value = substr(value, 1, 4) WHERE mode = 4")  # diskcache's MODE_PICKLE
+                con.execute("UPDATE Cache SET value = substr(value, 1, 4) WHERE mode = 1")  # diskcache's MODE_RAW
             return
         roots = [page for name, page in con.execute("SELECT name, rootpage FROM sqlite_master") if name.startswith("Cache")]
     finally:

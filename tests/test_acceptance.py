@@ -141,7 +141,7 @@ def test_ctrl_c_during_a_recording_writes_no_run(tmp_path: Path, stand_ins: tupl
                              "--mode", "record", "--learn-url", stand_ins[0], "--anthropic-base-url",
                              stand_ins[1], "--concurrency", concurrency, "--no-progress"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    staging = tmp_path / ".judge-replay-staging" / "run"
+    staging = tmp_path / ".judge-replay-staging" / "staging" / "run"
     deadline = time.monotonic() + 60
     while not list(staging.glob("*.yaml")) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.01)

@@ -133,3 +133,18 @@ def test_the_docs_extra_pins_what_the_site_was_built_with() -> None:
     names = {re.split(r"[<>=!~ ;\[]", requirement)[0].lower() for requirement in extras["docs"]}
     assert {"mkdocs", "mkdocs-material", "mkdocs-click"} <= names
     assert any(requirement.startswith("judge-replay[docs]") for requirement in extras["test"])  # CI builds the site
+
+
+def test_nothing_in_the_repository_cites_the_contract_document() -> None:
+    # every tracked text file: the code, its docstrings, the tests, the demo, the docs, the README
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    mention = "SPEC" + ".md"
+    citing = []
+    for name in tracked:
+        path = REPO / name
+        if name == "tests/test_docs.py" or path.suffix not in (".py", ".md", ".toml", ".yml", ".yaml", ".json", ".txt", ".cfg") or not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if mention in text or re.search(r"\bSPEC\b", text):
+            citing.append(name)
+    assert not citing, f"these files cite a contract document the repository does not have: {citing}"

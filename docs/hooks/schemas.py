@@ -32,6 +32,7 @@ TITLES = {
     "results": "Results file",
     "run": "run.json",
     "grade": "grade --json",
+    "gate": "grade --json: gate",
     "diff": "diff --format json",
     "drift": "drift --json",
 }

@@ -18,7 +18,7 @@ from replay.cassettes.matching import results_differences
 from replay.core.commands import retry_failed_command
 from replay.core.cost import run_cost
 from replay.core.display import listed
-from replay.core.gate import adoption_gate
+from replay.core.gate import Side, adoption_gate
 from replay.core.grading import ClaimKey, claim_info, grade_results, is_correct
 from replay.core.prices import PRICES, Price
 from replay.errors import UsageError
@@ -197,6 +197,7 @@ def run_bakeoff(
     force: bool = False,
     warn: Warn = lambda message: None,
     prices: Mapping[str, Price] = PRICES,
+    required_stability: float = 0.95,
 ) -> Bakeoff:
     """Replay (or read) each run, write its `judge-bakeoff-results-<prompt>.json`, grade it against the
     gold set, gate each candidate against the baseline and list the verdict flips between them."""
@@ -223,7 +224,9 @@ def run_bakeoff(
                                  baseline_scores=base.scores, candidate_scores=cand.scores,
                                  candidate_rerecord=rerecord_hint(cand.label, cand.run, cand.scores),
                                  baseline_rerecord=rerecord_hint(base.label, base.run, base.scores),
-                                 claims_differ=base.run.claims_differing_from(cand.run, graded))
+                                 claims_differ=base.run.claims_differing_from(cand.run, graded),
+                                 required_stability=required_stability,
+                                 baseline_side=Side(base.label, base.cost_usd), candidate_side=Side(cand.label, cand.cost_usd))
         others = [v.run for v in versions if v is not base and v is not cand]
         gates.append(GateReport(base, cand, decision, *_flips(base, cand, gold, others)))
     return Bakeoff(gold_path, gold, versions, gates, notes, written)

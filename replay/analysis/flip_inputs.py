@@ -170,17 +170,41 @@ def _unreadable(run: Run, exc: Exception) -> str:
 
 
 SKIPPED_SHOWN = 5
-"""How many unreadable sibling folders the note names with their problem (the rest are counted)."""
+"""How many skipped sibling folders a note names with their reason (the rest are counted)."""
 
 
-def skipped_note(skipped: Sequence[str]) -> str | None:
-    """The one line saying which sibling run folders were left out because they cannot be read."""
+def skipped_note(skipped: Sequence[str], why: str = "that cannot be read") -> str | None:
+    """The one line saying which sibling run folders were left out, and why."""
     if not skipped:
         return None
     shown = "; ".join(skipped[:SKIPPED_SHOWN])
     more = f"; and {len(skipped) - SKIPPED_SHOWN} more" if len(skipped) > SKIPPED_SHOWN else ""
-    return (f"skipped {len(skipped)} sibling run folder(s) that cannot be read (not used to tell causes apart): "
+    return (f"skipped {len(skipped)} sibling run folder(s) {why} (not used to tell causes apart): "
             f"{shown}{more}")
+
+
+def _claims_of(run: Run) -> dict[str, str]:
+    return {e.file: e.sha256 for e in run.manifest.claims}
+
+
+def untrusted_sibling(run: Run, x: RunInput, run_a: Run, run_b: Run, *, verify: bool) -> str | None:
+    """Why a sibling run that would hold a side fixed may not serve as one, or None: it must hold the same
+    claims as A or as B (the same claims files, byte for byte), be complete (no claims file whose
+    conversation failed: a partial recording), and verify (`cassettes verify`'s checks, remembered while
+    nothing it reads changes: `analysis.verify.verified`)."""
+    if _claims_of(run) not in (_claims_of(run_a), _claims_of(run_b)):
+        return "judged other claims files than A and B (not the same claims)"
+    if x.file_errors:
+        failed = sorted(x.file_errors)
+        return (f"a partial recording: {len(failed)} claims file(s) failed ({', '.join(failed[:3])}"
+                f"{', ...' if len(failed) > 3 else ''})")
+    if verify:
+        from replay.analysis.verify import verified  # replays: the SDK is imported only when a sibling is checked
+
+        report = verified(run.path)
+        if not report.ok:
+            return f"does not verify ({report.problems[0]})"
+    return None
 
 
 def _given_role(x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key]) -> ControlledRun:
@@ -195,7 +219,7 @@ def _given_role(x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key]) -> C
 def explain_flips(
     run_a: Run, run_b: Run, gold: GoldSet | Mapping[Key, str] | None = None, extra_runs: Sequence[Run] = (), *,
     discover: bool = True, claims: Sequence[ClaimsBatch] = (), confirm_parent: str | None = None,
-    text_only: bool = False,
+    text_only: bool = False, verify_siblings: bool = True,
 ) -> FlipReport:
     """Explain every verdict flip from run A to run B (see `core.flips.report.flip_report`). Runs given in
     `extra_runs` are used as they are; sibling folders found by `discover_runs` only when they hold one
@@ -203,7 +227,10 @@ def explain_flips(
     then repeats). `report.controlled_runs` says which runs were used and why, and which siblings were
     left out only because they were recorded with another model. `gold`: the gold set, or only its labels
     (`core.flips.report.gold_labels`: all a report uses of it). `text_only=True`: for the text report, flips keep only the
-    evidence it reads (`core.flips.report.flip_report`); markdown, HTML and JSON show the rest."""
+    evidence it reads (`core.flips.report.flip_report`); markdown, HTML and JSON show the rest. A sibling
+    that would hold a side fixed is used only when `untrusted_sibling` finds nothing against it (the
+    report's notes say which were skipped and why); `verify_siblings=False` leaves out its replay (for runs
+    made by hand, which hold no model traffic)."""
     labels = gold if isinstance(gold, Mapping) else gold_labels(gold)
     a = run_input(run_a, claims)
     b = run_input(run_b, claims, same=a)
@@ -211,6 +238,7 @@ def explain_flips(
     given = [run_input(run, claims) for run in extra_runs]
     found: list[tuple[int, str, RunInput, ControlledRun]] = []
     not_used: list[ControlledRun] = []
+    untrusted: list[str] = []
     siblings, skipped = discover_runs(run_a, run_b, extra_runs) if discover else ([], [])
     for run in siblings:
         try:
@@ -220,6 +248,10 @@ def explain_flips(
             continue
         role = controlled_role(x, a, b, keys, "sibling folder")
         if role is not None and role.role is not None:
+            why = untrusted_sibling(run, x, run_a, run_b, verify=verify_siblings)
+            if why is not None:
+                untrusted.append(f"{display_path(run.path)}: {why}")
+                continue
             found.append((ROLES.index(role.role), x.name, x, role))
         elif role is not None:  # it would have held a side fixed but for its model: say why it was left out
             not_used.append(role)
@@ -234,6 +266,6 @@ def explain_flips(
         folders = [shlex.split(cmd)[shlex.split(cmd).index("--run") + 1] for cmd in report.confirm_commands]
         report.confirm_commands.append(shlex.join(["judge-replay", "diff", display_path(run_a.path), display_path(run_b.path),
                                                    *(arg for folder in folders for arg in ("--with", folder))]))
-    note = skipped_note(skipped)
-    report.notes = [note] if note else []
+    notes = [skipped_note(skipped), skipped_note(untrusted, "that would have served as repeats or controls")]
+    report.notes = [note for note in notes if note]
     return report

@@ -9,12 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from replay.cassettes.cache import every_byte_hashed
+from replay.cassettes.cassette import CASSETTE_SUFFIX
 from replay.cassettes.matching import results_differences
-from replay.errors import CassetteMiss
+from replay.errors import CassetteMiss, ReplayError
+from replay.files.atomic import atomic_write_text
 from replay.files.results import load_results
-from replay.judge.replaying import replayed_run
+from replay.judge.replaying import _run_claims, _run_prompt, replayed_run
 from replay.recording.recorder import recorders_created
 from replay.runs.folder import Run
+from replay.runs.receipts import receipt_for
 from replay.runs.writer import reading
 from replay.schema.results import FileResult
 
@@ -30,6 +33,8 @@ class VerifyReport:
     """Recorded interactions in the run's cassettes."""
     page_snapshot: bool = False
     """The folder is a page snapshot `drift --live` wrote, not a run: no model was called, nothing to replay."""
+    cached: bool = False
+    """Not replayed: it verified before, and nothing it reads has changed since (`verified`)."""
 
     @property
     def ok(self) -> bool:
@@ -42,6 +47,42 @@ def verify_run(run_dir: str | Path) -> VerifyReport:
     whole (`runs.writer.reading`): a recording into it swaps its new run in afterwards."""
     with reading(run_dir):
         return _verify(Run(run_dir))
+
+
+def verified(run_dir: str | Path) -> VerifyReport:
+    """`verify_run`, remembered: a run that verified once is not replayed again while nothing a replay
+    reads has changed (the inputs and code a replay receipt hashes, `runs.receipts`). The mark sits beside
+    the run's receipt; a run outside the project, `JUDGE_REPLAY_NO_CACHE=1`, or a failed verification is
+    checked in full every time."""
+    run = Run(run_dir)
+    mark = _verified_mark(run)
+    if mark is not None:
+        path, inputs = mark
+        try:
+            if path.read_text("utf-8") == inputs:
+                return VerifyReport(str(run.path), [], cached=True)
+        except OSError:
+            pass
+    report = verify_run(run_dir)
+    after = _verified_mark(run) if report.ok and mark is not None else None
+    if after is not None and after == mark:  # nothing changed while it was verified
+        try:
+            atomic_write_text(after[0], after[1])
+        except (OSError, ReplayError):  # a mark that cannot be written only costs the next check its shortcut
+            pass
+    return report
+
+
+def _verified_mark(run: Run) -> tuple[Path, str] | None:
+    """(where the run's "verified" mark goes, the hash of the inputs it vouches for), or None when no
+    receipt applies to the run (or its prompt or claims cannot be read: verify says what is wrong)."""
+    try:
+        receipt = receipt_for(run, _run_prompt(run), _run_claims(run))
+    except (ReplayError, OSError):
+        return None
+    if receipt is None:
+        return None
+    return receipt.path.with_name(receipt.path.stem + ".verified"), receipt.inputs_sha256
 
 
 def _verify(run: Run) -> VerifyReport:
@@ -66,7 +107,16 @@ def _verify(run: Run) -> VerifyReport:
             problems.append(f"{entry.file}: recorded interaction {index} ({what}) was never used by the replay")
     if recorder is None:
         problems.append("the replay went through no recorder, so unused interactions could not be checked")
+    problems.extend(_unnamed_cassettes(run))
     return VerifyReport(str(run.path), problems, recorder.recorded_interactions if recorder else 0)
+
+
+def _unnamed_cassettes(run: Run) -> list[str]:
+    """A cassette in the run folder that run.json names for no claims file: it ships with the run, but no
+    replay reads it (a stale one, as a reused staging folder of a killed recording would leave)."""
+    named = {entry.cassette for entry in run.manifest.claims}
+    return [f"{path.name}: a cassette run.json names for no claims file (no replay reads it)"
+            for path in sorted(run.path.glob("*" + CASSETTE_SUFFIX)) if path.name not in named]
 
 
 def _reproduced(recorded: dict[str, str | None], files: Iterable[FileResult]) -> bool:

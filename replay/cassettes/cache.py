@@ -4,23 +4,22 @@
     data = cached(source, "", lambda: load_yaml(text_of(source.raw()), path), parser="yaml safe, v1")
 
 The YAML cassette stays the truth. The parsed document (plain dicts, lists, strings, numbers) is kept
-under `<project>/.judge-replay/cache/cassettes/` (git ignores `.judge-replay/`), one entry per cassette
-file of the project (named by a hash of its path in the project, so re-recording replaces the entry
-instead of adding one; cassettes outside the project, such as temporary runs, are not cached).
-An entry is one JSON line
+in the user's cache folder (`cache_folder`: the platform's convention, or `JUDGE_REPLAY_CACHE_DIR`),
+never in the project, so no clone can carry an entry in. One entry per cassette file, named by the
+sha256 of its resolved path (so re-recording replaces the entry instead of adding one, and runs kept
+outside a project are cached too). An entry is one JSON line
 
     {"format", "parser", "source_sha256", "payload_length", "payload_crc32"}
 
-then the payload: `marshal` of the document (read ~50x faster than the YAML, ~20x faster than JSON).
-It is used only when every field of that line matches (the sha256 of the cassette's bytes as they are
-now, this parser, this Python's marshal) and the payload has its length and CRC-32; anything else (a
-missing, stale, truncated, corrupted or outdated entry) is ignored and rebuilt from the YAML, never an
-error. Length and CRC-32 are there against torn or damaged entries only: an entry is written whole
-(temporary file, then rename), and whoever can write the cache folder could write a matching checksum
-of any kind, so the folder is trusted like the code (README). No entry is written for a cassette that
-holds a secret the user gave us (`secrets.registry`), for a document marshal cannot hold, or when the folder is
-not writable: those loads parse the YAML every time, as without a cache. Deleting the folder is always
-safe.
+then the payload in `entry_format` (JSON and raw bytes: its reader builds plain values only and
+refuses anything it did not write; nothing is unmarshalled or unpickled). It is used only when every
+field of that line matches (the sha256 of the cassette's bytes as they are now, this parser) and the
+payload has its length and CRC-32; anything else (a missing, stale, truncated, corrupted, forged or
+outdated entry) is ignored and rebuilt from the YAML, never an error. A forged entry that passes these
+checks can at worst give a wrong parse to commands that trust the cache: `cassettes verify`, the check,
+reads no entry (`no_cache`). No entry is written for a cassette that holds a secret the user gave us
+(`secrets.registry`), for a value the format cannot hold, or when the folder is not writable: those
+loads parse the YAML every time, as without a cache. Deleting the folder is always safe.
 
 What else is derived from a cassette alone, such as replay's request keys (`cached` with a tag), is kept
 the same way in an entry of its own (`<name>.<tag>.bin`), checked against the same hash and against the
@@ -43,7 +42,8 @@ serves from its cache (the file is opened before its stat is taken, which makes 
 server); a clock set back. `cassettes verify` believes no stamp (`every_byte_hashed`): it is the check
 the stamps and receipts rest on. `JUDGE_REPLAY_NO_CACHE=1` hashes everything, everywhere.
 
-`JUDGE_REPLAY_NO_CACHE=1` turns the cache off (the benchmarks measure with and without it).
+`JUDGE_REPLAY_NO_CACHE=1` (every command's `--no-cache`) turns the cache off (the benchmarks measure with
+and without it).
 """
 
 from __future__ import annotations
@@ -51,12 +51,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import marshal
 import os
 import sys
 import tempfile
 import time
 import zlib
+
+import platformdirs
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -64,14 +65,14 @@ from typing import Any
 
 from replay.files.paths import resolved
 from replay.secrets.registry import contains_secret, known
-from replay.settings import project_root
+from replay.cassettes.entry_format import decode, encode
 
-FORMAT = 2
+FORMAT = 3
 """Bump when the entry file's own layout changes."""
 STAMP_FORMAT = 1
 """Bump when a stamp's layout changes."""
-FOLDER = Path(".judge-replay") / "cache" / "cassettes"
-"""Where entries live, under the project root."""
+FOLDER_VARIABLE = "JUDGE_REPLAY_CACHE_DIR"
+"""Where the derived caches live instead of the user's cache folder (`cache_folder`)."""
 OFF_VARIABLE = "JUDGE_REPLAY_NO_CACHE"
 RACY_NS = 2_000_000_000
 """How long (ns) a file must have been unchanged when its bytes were read for their stamp to be trusted."""
@@ -84,16 +85,27 @@ def is_off() -> bool:
 
 def entry_path(cassette: Path, tag: str = "") -> Path | None:
     """Where the entry for `cassette` (or what `tag` names derived from it) lives; None when the cache
-    is off or the cassette is outside the project (a temporary run, another checkout): those are parsed
-    every time, and leave nothing behind."""
+    is off."""
     base = _entries_base(cassette)
     return None if base is None else Path(_entry_file(base, tag))
+
+
+def cache_folder() -> Path:
+    """The folder of the entries: `JUDGE_REPLAY_CACHE_DIR`, else the user's cache folder (the platform's
+    convention: `~/.cache/judge-replay` on Linux, `~/Library/Caches/judge-replay` on macOS, under
+    `%LOCALAPPDATA%` on Windows), `cassettes/` in it."""
+    return Path(_base_folder(os.environ.get(FOLDER_VARIABLE, ""))) / "cassettes"
+
+
+@functools.lru_cache(maxsize=16)
+def _base_folder(variable: str) -> str:
+    return os.path.abspath(os.path.expanduser(variable)) if variable else platformdirs.user_cache_dir("judge-replay")
 
 
 def _entries_base(cassette: Path) -> str | None:
     """The path of a cassette's entries without their suffix (plain text: a run's hundreds of entry names
     are not made `Path`s, whose parts Python keeps interned); None when there is no cache for it."""
-    return None if is_off() else _entry_base(os.getcwd(), os.fspath(cassette))
+    return None if is_off() else _entry_base(os.getcwd(), os.fspath(cassette), os.fspath(cache_folder()))
 
 
 def _entry_file(base: str, tag: str) -> str:
@@ -101,21 +113,12 @@ def _entry_file(base: str, tag: str) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _entry_base(cwd: str, cassette: str) -> str | None:
-    """The entries' path for a cassette without their suffix, worked out once per working folder and
-    cassette path in a process (a run's hundreds of cassettes are asked for by several commands' steps)."""
-    root = _root(cwd)
-    try:
-        relative = resolved(Path(cassette)).relative_to(root)
-    except ValueError:
-        return None
-    return str(root / FOLDER / hashlib.sha256(relative.as_posix().encode()).hexdigest()[:32])
-
-
-@functools.lru_cache(maxsize=16)
-def _root(cwd: str) -> Path:
-    """The project root (resolved) for a working folder: asked once per folder, not once per cassette."""
-    return project_root().resolve()
+def _entry_base(cwd: str, cassette: str, folder: str) -> str:
+    """The entries' path for a cassette without their suffix (named by the sha256 of its resolved path),
+    worked out once per working folder and cassette path in a process (a run's hundreds of cassettes
+    are asked for by several commands' steps)."""
+    where = os.fsencode(os.fspath(resolved(Path(cwd) / cassette)))
+    return os.path.join(folder, hashlib.sha256(where).hexdigest()[:32])
 
 
 class Cassette:
@@ -169,9 +172,10 @@ _every_byte = [0]
 
 @contextmanager
 def every_byte_hashed() -> Iterator[None]:
-    """Within this block, in every thread of the process, no stamp is believed: each cassette's sha256
-    is that of its bytes, read now. `cassettes verify`, the check that receipts rest on, runs in it, so
-    that it shares none of a stamp's blind spots (see the module docstring)."""
+    """Within this block, in every thread of the process, no stamp is believed and no entry is read or
+    written: each cassette's sha256 is that of its bytes, read now, and each is parsed from its YAML.
+    `cassettes verify`, the check that receipts rest on, runs in it, so that it trusts nothing derived
+    (a forged entry, a stamp's blind spots: see the module docstring)."""
     _every_byte[0] += 1
     try:
         yield
@@ -219,7 +223,7 @@ def cached(source: Cassette, tag: str, compute: Callable[[], Any], *, parser: st
     document), from its entry when that is valid; else computed and stored. `parser` names the code that
     computes it (for derived values, include its `source_sha256`, so that editing that code rebuilds the
     entry). Raises the OSError of reading the cassette."""
-    if source.entries is None:
+    if source.entries is None or _every_byte[0]:  # `cassettes verify` reads no entry and writes none
         return compute()
     entry = _entry_file(source.entries, tag)
     salted = _salted(parser)
@@ -237,7 +241,7 @@ def text_of(raw: bytes) -> str:
 
 
 def _salted(parser: str) -> str:
-    return f"{parser}; python {sys.version_info[0]}.{sys.version_info[1]}; marshal {marshal.version}"
+    return f"{parser}; python {sys.version_info[0]}.{sys.version_info[1]}"
 
 
 def _read(entry: str, parser: str, sha256: str) -> tuple[bool, Any]:
@@ -248,7 +252,7 @@ def _read(entry: str, parser: str, sha256: str) -> tuple[bool, Any]:
     except OSError:
         return False, None
     end = data.find(b"\n")
-    payload = memoryview(data)[end + 1:]  # not a copy
+    payload = data[end + 1:]
     try:
         found = json.loads(data[:end]) if end >= 0 else None
     except ValueError:
@@ -258,8 +262,8 @@ def _read(entry: str, parser: str, sha256: str) -> tuple[bool, Any]:
             or found.get("payload_crc32") != zlib.crc32(payload)):
         return False, None
     try:
-        return True, marshal.loads(payload)
-    except (EOFError, ValueError, TypeError):
+        return True, decode(payload)
+    except ValueError:
         return False, None
 
 
@@ -272,9 +276,8 @@ def _write(entry: str, parser: str, source: Cassette, value: Any) -> None:
         return
     if source.sha256() != sha256:
         return
-    try:
-        payload = marshal.dumps(value)
-    except ValueError:  # a type marshal cannot store: no cache for this one
+    payload = encode(value)
+    if payload is None:  # a kind of value the format does not hold: no cache for this one
         return
     line = json.dumps({"format": FORMAT, "parser": parser, "source_sha256": sha256,
                        "payload_length": len(payload), "payload_crc32": zlib.crc32(payload)}).encode()

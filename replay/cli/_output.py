@@ -47,3 +47,33 @@ def examples(*commands: str) -> str:
     """A command's help epilog: `Examples:` and the command lines, kept unwrapped (click's `\\b`), so that
     every `--help` ends with a line a user can paste, starting with `judge-replay`."""
     return "Examples:\n\n\b\n" + "\n".join(commands)
+
+
+SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
+"""The file a GitHub Actions step's markdown job summary is appended to."""
+
+
+def append_job_summary(markdown: Callable[[], str]) -> None:
+    """When GITHUB_STEP_SUMMARY names a file, append the command's markdown report to it (never truncating
+    what earlier steps wrote). A file that cannot be written is an InputError naming it (exit 2)."""
+    import os
+
+    from replay.errors import InputError
+
+    target = os.environ.get(SUMMARY_VARIABLE, "")
+    if not target:
+        return
+    try:
+        with open(target, "a", encoding="utf-8") as summary:
+            summary.write(markdown().rstrip("\n") + "\n\n")
+    except OSError as exc:
+        raise InputError(target, f"{SUMMARY_VARIABLE}: cannot append the job summary ({exc.strerror or exc})") from exc
+
+
+def check_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--check/--no-check`: exit 1 when the adoption gate refuses a candidate (default: `[tool.judge-replay] check`)."""
+    return click.option("--check/--no-check", "check", default=None,
+                        help="Exit 1 when the adoption gate refuses a candidate or cannot decide (a baseline or "
+                             "candidate with claims without a verdict), as a linter fails on a finding; the report "
+                             "is printed first. Default: [tool.judge-replay] check, else off (exit 0 whatever "
+                             "the gate decides).")(command)

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.text import Text
 
 from replay.analysis.bakeoff import Bakeoff, FlipLine, GateReport, Version, bakeoff_json, run_bakeoff
-from replay.cli._output import dash_is_stdout, emit_report
+from replay.cli._output import append_job_summary, check_option, dash_is_stdout, emit_report
 from replay.core.cost import format_usd
 from replay.core.display import printable
 from replay.core.prices import PRICES_AS_OF
@@ -18,9 +17,17 @@ from replay.files.json_text import dump_json
 from replay.files.paths import display_path
 from replay.reports.adjudication import adjudication_markdown
 from replay.reports.markdown import markdown_code, markdown_text
-from replay.reports.scores import gate_lines, no_verdict_heading, no_verdict_lines, ratio_text
-from replay.reports.tables import TextTable, console_for
-from replay.settings import project_prices, project_root, setting_path, setting_paths
+from replay.reports.scores import (
+    gate_lines,
+    no_verdict_heading,
+    no_verdict_lines,
+    range_text,
+    ratio_text,
+    unstable_heading,
+    unstable_lines,
+)
+from replay.reports.tables import TextTable, console_for, print_wrapped
+from replay.settings import gate_stability, project_prices, project_root, setting, setting_path, setting_paths
 
 
 def versions_table(b: Bakeoff) -> TextTable:
@@ -55,6 +62,23 @@ def no_verdict_sections(b: Bakeoff) -> list[tuple[str, list[str]]]:
             for v in b.versions if v.scores.no_verdict]
 
 
+def samples_sections(b: Bakeoff) -> list[tuple[str, list[str]]]:
+    """Per version judged K >= 2 times: a heading with its means and ranges, and one line per unstable claim
+    with its verdict counts (raw data). None when every version was judged once."""
+    if all(v.scores.samples < 2 for v in b.versions):
+        return []
+    out: list[tuple[str, list[str]]] = []
+    for v in b.versions:
+        s = v.scores
+        if s.samples < 2:
+            out.append((f"{v.prompt} ({v.label}): 1 sample per claim (model noise not measured)", []))
+            continue
+        out.append((f"{v.prompt} ({v.label}): {s.samples} samples per claim; P {ratio_text(s.precision)} "
+                    f"[{range_text(s.precision_range)}], R {ratio_text(s.recall)} [{range_text(s.recall_range)}] "
+                    f"(mean [min–max] over samples); {unstable_heading(s)}", unstable_lines(s)))
+    return out
+
+
 def flip_line(f: FlipLine) -> str:
     """One flip, as raw data (pass it through `printable` or `markdown_text`)."""
     claim = f.claim or "(claim text not known)"
@@ -85,6 +109,9 @@ def bakeoff_markdown(b: Bakeoff) -> str:
               + f", {len(b.gold.items)} claims.", "", versions_table(b).markdown(), "", f"*{markdown_text(cost_note(b))}*"]
     for heading, lines in no_verdict_sections(b):
         parts += ["", f"**{markdown_text(heading)}**", "", *(f"- {markdown_text(line)}" for line in lines)]
+    for heading, lines in samples_sections(b):
+        parts += ["", f"**{markdown_text(heading)}**", *([""] if lines else []),
+                  *(f"- {markdown_text(line)}" for line in lines)]
     for g in b.gates:
         parts += ["", f"### Gate: {markdown_text(_gate_heading(g))}", "",
                   *(f"- {markdown_text(line)}" for line in gate_lines(g.decision))]
@@ -100,25 +127,29 @@ def bakeoff_markdown(b: Bakeoff) -> str:
 def print_bakeoff(file: Any, b: Bakeoff) -> None:
     console = console_for(file)
     for note in b.notes:
-        console.print(Text(printable(note), style="bold yellow"))
-    console.print(Text(printable(f"Gold set: {display_path(b.gold_path)}" + (f" ({b.gold.name})" if b.gold.name else "")
-                                 + f", {len(b.gold.items)} claims")))
-    console.print(versions_table(b).rich(), soft_wrap=False)
-    console.print(Text(printable(cost_note(b)), style="dim"))
+        print_wrapped(console, note, "bold yellow")
+    print_wrapped(console, f"Gold set: {display_path(b.gold_path)}" + (f" ({b.gold.name})" if b.gold.name else "")
+                  + f", {len(b.gold.items)} claims")
+    versions_table(b).print(console)
+    print_wrapped(console, cost_note(b), "dim")
     for heading, lines in no_verdict_sections(b):
-        console.print(Text(printable(heading), style="bold red"))
+        print_wrapped(console, heading, "bold red")
         for line in lines:
-            console.print(Text(printable(f"  {line}")))
+            print_wrapped(console, line, indent=2, hang=4)
+    for heading, lines in samples_sections(b):
+        print_wrapped(console, heading, "bold")
+        for line in lines:
+            print_wrapped(console, line, indent=2, hang=4)
     for g in b.gates:
-        console.print(Text(printable(f"Gate: {_gate_heading(g)}"), style="bold"))
+        print_wrapped(console, f"Gate: {_gate_heading(g)}", "bold")
         for i, line in enumerate(gate_lines(g.decision)):
             style = ("bold green" if g.decision.adopt else "bold red") if i == 0 else (
                 "yellow" if g.decision.within_noise else "")
-            console.print(Text(printable(line), style=style))
-        console.print(Text(printable(_flips_heading(g)), style="bold"))
+            print_wrapped(console, line, style)
+        print_wrapped(console, _flips_heading(g), "bold")
         for f in g.flips:
-            console.print(Text(printable(f"  {flip_line(f)}")))
-    console.print(Text("Per-claim disagreements with their page regions: judge-replay grade RUN", style="dim"))
+            print_wrapped(console, flip_line(f), indent=2, hang=4)
+    print_wrapped(console, "Per-claim disagreements with their page regions: judge-replay grade RUN", "dim")
 
 
 @click.command("bakeoff", epilog="""\b
@@ -141,9 +172,11 @@ Examples:
 @click.option("--json", "as_json", is_flag=True, help="Machine output: versions, scores, gates, flips (--format json).")
 @click.option("--markdown", "as_markdown", is_flag=True, help="Markdown, e.g. for a CI job summary (--format markdown).")
 @click.option("--out", callback=dash_is_stdout, type=click.Path(readable=False, path_type=Path), help="Write the report to FILE instead of stdout.")
+@check_option
 def command(
     gold_flag: Path | None, baseline_flag: Path | None, candidate_flags: tuple[Path, ...], out_dir: Path | None,
     no_replay: bool, force: bool, fmt: str | None, as_json: bool, as_markdown: bool, out: Path | None,
+    check: bool | None,
 ) -> None:
     """Replay each prompt version's run offline, grade it against the gold set, print the P/R table and
     the adoption decision (candidate vs baseline, with its statistical caveat), and explain every verdict
@@ -153,6 +186,10 @@ def command(
     negative, and a version with such claims is never adopted. Exit 1 when a run's replay did not
     reproduce its recorded results (the report is still printed, grading the replay). Runs recorded against the local stand-ins
     are marked as such in every format.
+
+    In CI: --check (or check = true under [tool.judge-replay]) exits 1 when the gate refuses a
+    candidate or cannot decide; when GITHUB_STEP_SUMMARY is set, the markdown report is appended to
+    that file.
     """
     chosen = [f for f, on in (("json", as_json), ("markdown", as_markdown)) if on]
     if len(chosen) > 1 or (chosen and fmt and fmt != chosen[0]):
@@ -171,7 +208,7 @@ def command(
 
     report = run_bakeoff(gold_path=gold, baseline=baseline, candidates=candidates,
                          out_dir=out_dir or project_root(), replay=not no_replay, force=force, warn=warn,
-                         prices=project_prices())
+                         prices=project_prices(), required_stability=gate_stability())
     for path in report.written:
         click.echo(printable(f"wrote {display_path(path)}"), err=True)
     if fmt == "html":
@@ -182,8 +219,13 @@ def command(
         text = (dump_json(bakeoff_json(report)) if fmt == "json" else bakeoff_markdown(report) if fmt == "markdown"
                 else None)
     emit_report(out, text, lambda stream: print_bakeoff(stream, report))
+    append_job_summary(lambda: text if fmt == "markdown" and text is not None else bakeoff_markdown(report))
     mismatched = [v.label for v in report.versions if v.replay_differences]
     if mismatched:  # the figures are the replay's: a run that does not reproduce is a failed check (exit 1)
         raise CheckFailed(f"bakeoff: replaying {', '.join(mismatched)} did not reproduce the recorded results.json "
                           "(REPLAY MISMATCH above); the figures grade the replay: `judge-replay cassettes verify RUN` "
                           "says what differs, and re-recording the run makes them agree")
+    refused = [g for g in report.gates if not g.decision.adopt]
+    if refused and setting("check", check, False):
+        raise CheckFailed("bakeoff --check: the gate does not adopt "
+                          + "; ".join(f"{g.candidate.label} ({g.decision.reason})" for g in refused))

@@ -62,7 +62,8 @@ def audit(paths: tuple[Path, ...]) -> None:
 @click.argument("runs", nargs=-1, required=True, type=click.Path(readable=False, path_type=Path))
 def verify(runs: tuple[Path, ...]) -> None:
     """Replay each run offline and check it reproduces its results.json and uses every recorded
-    interaction. Exit 1 on any mismatch. A page snapshot `drift --live` wrote among them (`cassettes/*`)
+    interaction, and that the folder holds no cassette its run.json does not name. Exit 1 on any
+    mismatch. A page snapshot `drift --live` wrote among them (`cassettes/*`)
     is skipped, and said so."""
     from replay.analysis.verify import verify_run
 

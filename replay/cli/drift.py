@@ -132,7 +132,7 @@ def print_report(report: DriftReport) -> None:
         console.print(Text(printable(f"pages fetched now were recorded into {report.snapshot} (reuse it with --against)")))
     table = claims_table(report)
     if table.row_count:
-        print_table(console, table)
+        print_table(console, table, soft_wrap=False)
     intact: dict[str, int] = {}
     for c in report.claims:
         if c.status == "changed-quote-intact":

@@ -8,17 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.text import Text
 
 from replay.analysis.adjudication import adjudicate, run_claims, without_a_result_note
 from replay.analysis.bakeoff import rerecord_hint
 from replay.analysis.frozen import set_frozen
-from replay.cli._output import dash_is_stdout, emit_report
+from replay.cli._output import append_job_summary, check_option, dash_is_stdout, emit_report
 from replay.core.cost import cost_line, run_cost
 from replay.core.display import printable
-from replay.core.gate import adoption_gate
+from replay.core.gate import Side, adoption_gate
 from replay.core.grading import ClaimKey, grade_results
-from replay.errors import UsageError
+from replay.errors import CheckFailed, UsageError
 from replay.files.inputs import load_claims, load_gold
 from replay.files.json_text import dump_json
 from replay.files.paths import display_path
@@ -32,15 +31,17 @@ from replay.reports.scores import (
     no_verdict_lines,
     score_tables,
     unmatched_lines,
+    unstable_heading,
+    unstable_lines,
 )
-from replay.reports.tables import console_for, print_panels, print_table
+from replay.reports.tables import console_for, print_panels, print_wrapped
 from replay.runs.folder import MANIFEST, Run
 from replay.runs.stand_in_notes import stand_in_notes_for, stand_ins_of
 from replay.schema.claims import AnyClaim
 from replay.schema.gold import CompactGold
 from replay.schema.results import CompactResults
 from replay.schema.scores import GateDecision, Scores
-from replay.settings import project_prices, setting_path
+from replay.settings import gate_stability, project_prices, setting, setting_path
 
 
 @dataclass
@@ -71,6 +72,11 @@ class Graded:
     def stand_ins(self) -> list[str] | None:
         """Which services were the local stand-ins (None: not known)."""
         return stand_ins_of(self.results.header, self.run)
+
+    @property
+    def side(self) -> Side:
+        """What the gate needs to say how to record more samples of these results."""
+        return Side(display_path(self.run.path) if self.run is not None else None, self.cost_usd)
 
     @property
     def cost(self) -> str:
@@ -129,6 +135,9 @@ def grade_markdown(graded: Graded, gold_path: Path, baseline: Graded | None, gat
     if s.no_verdict:
         parts += ["", f"**{markdown_text(no_verdict_heading(s))}**", "",
                   *(f"- {markdown_text(line)}" for line in no_verdict_lines(s))]
+    if s.unstable:
+        parts += ["", f"**{markdown_text(unstable_heading(s))}**", "",
+                  *(f"- {markdown_text(line)}" for line in unstable_lines(s))]
     for table in score_tables(s):
         parts += ["", table.markdown()]
     if baseline is not None and gate is not None:
@@ -143,30 +152,34 @@ def print_grade(file: Any, graded: Graded, gold_path: Path, baseline: Graded | N
     console = console_for(file)
     s = graded.scores
     for note in notes_of(graded, baseline):
-        console.print(Text(printable(note), style="bold yellow"))
-    console.print(Text(printable(f"Grade: {graded.describe()} against {display_path(gold_path)}"), style="bold"))
-    console.print(Text(headline(s)))
-    console.print(Text(printable(graded.cost)))
+        print_wrapped(console, note, "bold yellow")
+    print_wrapped(console, f"Grade: {graded.describe()} against {display_path(gold_path)}", "bold")
+    print_wrapped(console, headline(s))
+    print_wrapped(console, graded.cost)
     for line in unmatched_lines(s):
-        console.print(Text(printable(line), style="yellow"))
+        print_wrapped(console, line, "yellow")
     if s.no_verdict:
-        console.print(Text(no_verdict_heading(s), style="bold red"))
+        print_wrapped(console, no_verdict_heading(s), "bold red")
         for line in no_verdict_lines(s):
-            console.print(Text(printable(f"  {line}")))
+            print_wrapped(console, line, indent=2, hang=4)
+    if s.unstable:
+        print_wrapped(console, unstable_heading(s), "bold yellow")
+        for line in unstable_lines(s):
+            print_wrapped(console, line, indent=2, hang=4)
     for table in score_tables(s):
-        print_table(console, table.rich(), soft_wrap=False)
-    console.print(Text(f"Disagreements with the gold set ({len(s.errors)})", style="bold"))
+        table.print(console)
+    print_wrapped(console, f"Disagreements with the gold set ({len(s.errors)})", "bold")
     left_out = without_a_result_note(s.errors)
     if left_out is not None:
-        console.print(Text(left_out))
+        print_wrapped(console, left_out)
     print_panels(console, adjudication_panels(s.errors))
     if baseline is not None and gate is not None:
-        console.print(Text(printable(f"Against baseline {baseline.describe()}"), style="bold"))
-        console.print(Text(f"baseline:  {headline(baseline.scores)}  |  {printable(baseline.cost)}"))
-        console.print(Text(f"candidate: {headline(s)}  |  {printable(graded.cost)}"))
+        print_wrapped(console, f"Against baseline {baseline.describe()}", "bold")
+        print_wrapped(console, f"baseline:  {headline(baseline.scores)}  |  {baseline.cost}")
+        print_wrapped(console, f"candidate: {headline(s)}  |  {graded.cost}")
         for i, line in enumerate(gate_lines(gate)):
             style = ("bold green" if gate.adopt else "bold red") if i == 0 else ("yellow" if gate.within_noise else "")
-            console.print(Text(printable(line), style=style))
+            print_wrapped(console, line, style)
 
 
 @click.command("grade", epilog="""\b
@@ -192,22 +205,34 @@ Examples:
                    "run.json): the runner will not re-record it and the bake-off will not overwrite it "
                    "unless forced. Without a gold set, only freezes.")
 @click.option("--unfreeze", "freeze", flag_value=False, help="Remove the frozen mark.")
+@check_option
 def command(
     results: Path, gold_flag: Path | None, baseline: Path | None, run_flag: Path | None,
     claims_paths: tuple[Path, ...], fmt: str | None, as_json: bool, as_markdown: bool, out: Path | None,
-    freeze: bool | None,
+    freeze: bool | None, check: bool | None,
 ) -> None:
     """Score RESULTS (a run folder or a results JSON) against the gold set.
 
     Prints P/R/F1/accuracy, TP/FP/FN/TN, the confusion matrix, breakdowns by claim type and gold failure
     mode, and every disagreement with the page region it rests on (from the run's cassettes; the judge is
-    never re-run). With --baseline, also the adoption gate and the statistics saying whether the
+    never re-run).
+
+    A run judged K times per claim (judge --samples K) is scored sample by sample: P, R, F1 and accuracy
+    are the means over the samples with their min-max, the counts and the confusion matrix those of the
+    majority verdicts, and the claims whose samples disagree (unstable) are listed with their verdict
+    counts. With --baseline, also the adoption gate and the statistics saying whether the
     difference is beyond noise.
 
     A claim without a verdict (a failed or cut-off conversation, or no result at all) is counted as
     "no verdict": never TP, FP or TN, an FN where the gold says outdated/wrong, always against accuracy.
-    The gate adopts no candidate with such claims and prints how to re-record them. Every format says
+    The gate adopts no candidate with such claims (in any sample) and prints how to re-record them. When
+    either side has samples, the gate also resamples them and adopts only a decision that holds in at
+    least [tool.judge-replay] gate-stability (default 0.95) of the resamples; otherwise it prints the
+    judge --add-samples commands that would settle it, with their estimated cost. Every format says
     which runs used the local stand-ins.
+
+    In CI: --check (or check = true under [tool.judge-replay]) exits 1 when the gate refuses the
+    candidate; when GITHUB_STEP_SUMMARY is set, the markdown report is appended to that file.
     """
     chosen = [f for f, on in (("json", as_json), ("markdown", as_markdown)) if on]
     if len(chosen) > 1 or (chosen and fmt and fmt != chosen[0]):
@@ -232,9 +257,15 @@ def command(
                           candidate_scores=graded.scores, candidate_rerecord=graded.rerecord,
                           baseline_rerecord=base.rerecord,
                           claims_differ=base.run.claims_differing_from(graded.run, {(g.file, g.id) for g in gold.items})
-                          if base.run and graded.run else ())
+                          if base.run and graded.run else (),
+                          required_stability=gate_stability(), baseline_side=base.side, candidate_side=graded.side)
             if base is not None else None)
 
     text = (dump_json(grade_json(graded, gold_path, base, gate)) if fmt == "json"
             else grade_markdown(graded, gold_path, base, gate) if fmt == "markdown" else None)
     emit_report(out, text, lambda stream: print_grade(stream, graded, gold_path, base, gate))
+    append_job_summary(lambda: text if fmt == "markdown" and text is not None
+                       else grade_markdown(graded, gold_path, base, gate))
+    if gate is not None and not gate.adopt and setting("check", check, False):
+        raise CheckFailed(f"grade --check: the gate does not adopt {display_path(results)} against "
+                          f"{display_path(baseline or results)}: {gate.reason}")

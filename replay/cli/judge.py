@@ -13,7 +13,8 @@ import click
 from replay.cli._output import examples, no_dash
 from replay.core.budget import CostBudget
 from replay.core.commands import DEFAULT_MAX_TOKENS, judge_command, retry_failed_command
-from replay.core.cost import cost_line, file_cost, total_usd
+from replay.core.cost import cost_line, file_cost, format_usd, total_usd
+from replay.core.sample_results import split
 from replay.core.display import printable
 from replay.errors import SystemFailed, UsageError
 from replay.runs.folder import Run
@@ -28,12 +29,20 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "claude-sonnet-5-5"
 """The current Sonnet (anthropic 2.14 lists it; claude-sonnet-4-6 is legacy)."""
 
+MODES = ("live", "record", "replay")
+MODES_LISTED = ("--mode live (billed; keeps the results only with --out FILE or --run DIR), --mode record (billed; "
+                "records a run folder that replays offline: needs --run DIR), --mode replay (offline and free: "
+                "needs --run naming a recorded run)")
+
+
 EPILOG = "\n\n".join([
-    "Live and record call the Anthropic API, which is billed, and need ANTHROPIC_API_KEY (or "
-    "ANTHROPIC_AUTH_TOKEN, sent as a bearer token); the Learn MCP "
-    "endpoint needs no key. Live (the default mode) keeps nothing unless you give --out FILE (the results) "
-    "or --run DIR (results, no cassettes); record keeps a run folder whose cassettes replay offline, free "
-    "and without a key. Replay makes no network call at all.",
+    "Nothing is billed unless you ask: live and record call the Anthropic API, which is billed, only when "
+    "--mode (or JUDGE_REPLAY_MODE, or [tool.judge-replay] mode) says so. Without a mode, --run naming an "
+    "existing run folder replays it, and anything else is refused. Live and record need ANTHROPIC_API_KEY "
+    "(or ANTHROPIC_AUTH_TOKEN, sent as a bearer token) except against a stand-in; the Learn MCP endpoint "
+    "needs no key. Live keeps nothing unless you give --out FILE (the results) or --run DIR (results, no "
+    "cassettes); record keeps a run folder whose cassettes replay offline, free and without a key. Replay "
+    "makes no network call at all.",
     "Without a key or network, start the local stand-ins (test equipment, not Claude nor Learn): "
     "`judge-replay sim learn --pages demo/pages/2026-06` (port 8931) and `judge-replay sim model` (port "
     "8932), and pass --learn-url http://127.0.0.1:8931/api/mcp --anthropic-base-url http://127.0.0.1:8932.",
@@ -41,6 +50,7 @@ EPILOG = "\n\n".join([
         "judge-replay judge --prompt v3 --claims demo/claims --mode live --out results.json   # billed, keeps results",
         "judge-replay judge --prompt v3 --claims demo/claims --run runs/v3 --mode record      # billed, keeps a run",
         "judge-replay judge --mode replay --run cassettes/v3-demo                             # offline, free",
+        "judge-replay judge --run cassettes/v3-demo                                           # no mode: replays",
     ),
 ])
 
@@ -51,7 +61,10 @@ EPILOG = "\n\n".join([
               help="Claims files and/or folders of *.json batches (repeat, or list several).")
 @click.argument("more_claims", nargs=-1, type=click.Path(), metavar="")
 @click.option("--run", "run_dir", type=click.Path(file_okay=False), help="The run folder (cassettes/<run-id>).")
-@click.option("--mode", type=click.Choice(["live", "record", "replay"]), default="live", show_default=True)
+@click.option("--mode", type=click.Choice(MODES), default=None,
+              help="live (billed, keeps results only with --out or --run), record (billed, keeps a replayable run "
+                   "in --run), replay (offline, free). Default: JUDGE_REPLAY_MODE, else [tool.judge-replay] mode, "
+                   "else replay when --run is an existing run folder; nothing else is billed by default.")
 @click.option("--model", default=None, help=f"Claude model ([tool.judge-replay] model, else {DEFAULT_MODEL}).")
 @click.option("--learn-url", default=None, help=f"Learn MCP endpoint (default {LEARN_MCP_URL}).")
 @click.option("--anthropic-base-url", default=None, help="Messages API base URL (default: the SDK's).")
@@ -73,6 +86,13 @@ EPILOG = "\n\n".join([
 @click.option("--resubmit-archived", is_flag=True, help="With --batch: pay again for the requests of a batch the API "
               "archived before the run read its results (past retention); without it the run stops and says so.")
 @click.option("--no-cache", is_flag=True, help="No prompt-caching breakpoints (caching is on by default).")
+@click.option("--samples", type=int, default=None, metavar="K",
+              help="Judge each claims file in K independent conversations (default 1; [tool.judge-replay] samples): "
+                   "each claim's verdict is the majority, every sample is kept, and all samples read the same "
+                   "page versions.")
+@click.option("--add-samples", type=int, default=None, metavar="N",
+              help="Record N more samples into the run in --run (its prompt, claims, model and settings), keeping "
+                   "the recorded ones as they are.")
 @click.option("--max-cost", type=float, default=None, metavar="USD",
               help="Stop before a model call (with --batch: a batch) that could take the run's cost past USD "
                    "(estimated high: every input token at the dearest input price, max_tokens of output).")
@@ -81,7 +101,7 @@ def command(
     claims: tuple[str, ...],
     more_claims: tuple[str, ...],
     run_dir: str | None,
-    mode: str,
+    mode: str | None,
     model: str | None,
     learn_url: str | None,
     anthropic_base_url: str | None,
@@ -96,6 +116,8 @@ def command(
     resume: bool,
     resubmit_archived: bool,
     no_cache: bool,
+    samples: int | None,
+    add_samples: int | None,
     max_cost: float | None,
 ) -> None:
     """Run the judge: one conversation per claims file (live, recorded into --run, or replayed from it).
@@ -105,6 +127,25 @@ def command(
     claims_paths = [*claims, *more_claims]
     if more_claims and not claims:
         raise UsageError(f"unexpected argument {more_claims[0]!r}: claims go after --claims")
+    if add_samples is not None:
+        from replay.cli._samples import add_samples_command
+
+        asked = setting("mode", mode, None)
+        if asked != "record":
+            raise UsageError("--add-samples records more samples (billed): give --mode record (or set JUDGE_REPLAY_MODE "
+                             "or [tool.judge-replay] mode)" + (f", not {asked}" if asked else ""))
+        add_samples_command(
+            add_samples, run_dir=run_dir, mode="record", mode_given=True, prompt=prompt, claims=claims_paths,
+            model=model, learn_url=learn_url, anthropic_base_url=anthropic_base_url, pages_from=pages_from,
+            concurrency=concurrency, force=force, retry_failed=retry_failed, out=out, progress=not no_progress,
+            batch=batch, resume=resume, no_cache=no_cache, samples=samples, max_cost=max_cost)
+        return
+    mode = chosen_mode(mode, run_dir, recording_flags={
+        "--retry-failed": retry_failed, "--batch": batch, "--resume": resume, "--no-cache": no_cache,
+        "--max-cost": max_cost is not None, "--pages-from": pages_from is not None, "--force": force})
+    k = int(setting("samples", samples, 1))
+    if k < 1:
+        raise UsageError(f"--samples must be at least 1, not {k}")
     if mode != "replay" and (prompt is None or not claims_paths):
         raise UsageError(f"--mode {mode} needs --prompt P and --claims PATH...")
     if (batch or resume or no_cache) and mode == "replay":
@@ -155,13 +196,14 @@ def command(
             force=force,
             retry_failed=retry_failed,
             route=route,
+            samples=k,
         )
     except (KeyboardInterrupt, SystemFailed):  # Ctrl-C, or a batch journal that could not be written
         if route is not None and route.command_choices()["resume"]:
             resume_command = judge_command(
                 prompt=str(prompt), claims=claims_paths, run=run_dir, mode=mode, model=model, learn_url=learn_url,
                 anthropic_base_url=anthropic_base_url, pages_from=pages_from, retry_failed=retry_failed,
-                **route.command_choices())
+                samples=k, **route.command_choices())
             click.echo("judge: the batches the journal holds are kept; to continue without paying for them again "
                        f"(--batch --resume):\n  {printable(resume_command)}", err=True)
         raise
@@ -194,6 +236,23 @@ def command(
         click.get_current_context().exit(1)
 
 
+def chosen_mode(mode: str | None, run_dir: str | None, *, recording_flags: dict[str, bool]) -> str:
+    """The mode to run in: the flag, else JUDGE_REPLAY_MODE, else `[tool.judge-replay] mode`; with none of
+    them, replay when `run_dir` is an existing run folder and no flag asks for a recording. Anything else is
+    a UsageError listing the modes: nothing is billed unless a mode says so."""
+    chosen = setting("mode", mode, None)
+    if chosen is not None:
+        return str(chosen)
+    asked = [flag for flag, given in recording_flags.items() if given]
+    if run_dir is not None and (Path(run_dir) / "run.json").is_file() and not asked:
+        return "replay"
+    why = (f"{', '.join(asked)} {'is' if len(asked) == 1 else 'are'} for a recording" if asked
+           else f"--run {run_dir} is not a recorded run folder" if run_dir is not None
+           else "and no --run folder to replay")
+    raise UsageError(f"no --mode given ({why}); nothing is billed unless you choose: {MODES_LISTED}; "
+                     "or set JUDGE_REPLAY_MODE or [tool.judge-replay] mode")
+
+
 def budget_for(max_cost: float | None, model: str) -> CostBudget | None:
     """`--max-cost`: the run's budget, priced by the project's table (a model with no price is refused)."""
     if max_cost is None:
@@ -210,6 +269,11 @@ def _cost_notes(mode: str, stand_ins: Sequence[str]) -> list[str]:
         ["priced from the stand-in's token counts"] if "model" in stand_ins else [])
 
 
+def _difference(total: float | None, part: float | None) -> str:
+    """`total - part` in USD, as cost lines show it (unknown when either is)."""
+    return format_usd(None if total is None or part is None else round(total - part, 6))
+
+
 def summary(results: RunResults, mode: str, written: list[str], stand_ins: Sequence[str] = (), *,
             batch: bool = False) -> str:
     """A few lines a person reads at the end of a run (its files read once, one at a time)."""
@@ -217,7 +281,10 @@ def summary(results: RunResults, mode: str, written: list[str], stand_ins: Seque
     counts: Counter[str | None] = Counter()
     files = claims = unverified = tokens_in = tokens_out = written_to_cache = read_from_cache = 0
     costs: list[float | None] = []
+    first_costs: list[float | None] = []
     failed: list[tuple[str, str]] = []
+    k = results.header.samples or 1
+    split_claims = 0
     for f in results.files():
         files += 1
         claims += len(f.results)
@@ -229,6 +296,9 @@ def summary(results: RunResults, mode: str, written: list[str], stand_ins: Seque
             written_to_cache += f.usage.cache_creation_input_tokens
             read_from_cache += f.usage.cache_read_input_tokens
         costs.append(file_cost(f, results.header.model, batch=batch, prices=prices))
+        if k > 1:
+            first_costs.append(file_cost(split(f)[0], results.header.model, batch=batch, prices=prices))
+            split_claims += sum(1 for r in f.results if len(set(r.sample_verdicts())) > 1)
         if f.error:
             failed.append((f.file, f.error))
     verdicts = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
@@ -244,6 +314,10 @@ def summary(results: RunResults, mode: str, written: list[str], stand_ins: Seque
         f"  tokens: {tokens_in:,} in{cache}, {tokens_out:,} out",
         "  " + cost_line(total_usd(costs), batch=batch, notes=_cost_notes(mode, stand_ins)),
     ]
+    if k > 1:
+        lines.insert(2, f"  samples: {k} per claims file (verdicts above: each claim's majority); {split_claims} "
+                        f"claim(s) whose samples disagree")
+        lines.append(f"  the {k - 1} sample(s) beyond the first cost {_difference(total_usd(costs), total_usd(first_costs))}")
     if stand_ins:
         lines.append(f"  stand-ins (test equipment, not the real services): {', '.join(stand_ins)}")
     for file, error in failed:

@@ -37,6 +37,8 @@ COMMANDS: dict[str, str] = {
     "cassettes": "Audit cassettes for secrets, verify runs replay, list runs.",
     "sim": "Run a local stand-in server (test equipment) on 127.0.0.1.",
     "schema": "Print the JSON Schema of a file format or output.",
+    "init": "Scaffold a project that judges your own documentation.",
+    "export": "Write runs as Inspect AI eval logs, for `inspect view`.",
 }
 """Each command (the module `replay.cli.<name>` defines it as `command`) and its line in `--help`."""
 
@@ -66,8 +68,17 @@ class _LazyGroup(click.Group):
              epilog=examples("judge-replay bakeoff                  # grade the bundled demo runs, offline",
                              "judge-replay COMMAND --help           # each command's options and examples"))
 @click.version_option(package_name="judge-replay")
-def cli() -> None:
+@click.option("--no-cache", "no_derived_cache", is_flag=True,
+              help="Read every cassette from its YAML and keep nothing derived (as JUDGE_REPLAY_NO_CACHE=1); "
+                   "given before the command: judge-replay --no-cache diff A B.")
+def cli(no_derived_cache: bool) -> None:
     """Record, replay, grade, snapshot and explain runs of the Learn groundedness judge."""
+    if no_derived_cache:
+        import os
+
+        from replay.cassettes.cache import OFF_VARIABLE
+
+        os.environ[OFF_VARIABLE] = "1"
 
 
 def _say(message: str) -> None:

@@ -14,6 +14,7 @@ from replay.cli._output import examples
 from replay.errors import UsageError
 from replay.sim import StandIn, start_learn, start_model
 from replay.sim.batches import BatchSettings
+from replay.sim.noise import ModelNoise
 from replay.urls import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT
 
 
@@ -112,18 +113,26 @@ def learn(pages: Path, port: int, strict_sessions: bool, fail_first: int, fail_s
 @click.option("--cut-off", "cut_off", metavar="FILE", multiple=True,
               help="The conversation of claims file FILE (e.g. docs/evaluation.md) outgrows the context window: "
                    "its final answer stops with model_context_window_exceeded.")
+@click.option("--noise", type=click.FloatRange(0, 1), default=0.0, show_default=True, metavar="P",
+              help="Simulated model noise: each close call (a lower bound, an equivalence, an illustrative number, an "
+                   "existence check) gets its runner-up verdict with probability P; runs recorded say so.")
+@click.option("--seed", type=int, default=0, show_default=True, metavar="S",
+              help="Seed of the --noise draws (the same seed and order of calls draw the same).")
 @_VERBOSE
 @_QUIET
 def model(port: int, no_thinking: bool, fetch_per_turn: int, batch_delay: float, batch_errored: str | None,
           batch_expired: str | None, batch_error_type: str, rate_limited: int, retry_after: int,
-          archive_after: float | None, cut_off: tuple[str, ...], verbose: bool, quiet: bool) -> None:
+          archive_after: float | None, cut_off: tuple[str, ...], noise: float, seed: int, verbose: bool,
+          quiet: bool) -> None:
     """Serve the Messages API with a deterministic judge policy; prints the base URL first.
 
     Like current models it answers with signed thinking blocks, which must come back unchanged.
     Model names steer it: one containing "flaky" fails the first attempt of each request with 529;
     a retired model (claude-2.1, claude-3-opus-20240229, ..., or a name containing "retired") gets
     the API's 404. A claim containing "[stand-in: context window exceeded]", or any claim of a
-    --cut-off file, makes the final answer stop with model_context_window_exceeded.
+    --cut-off file, makes the final answer stop with model_context_window_exceeded. --noise P makes
+    close calls flip to their runner-up verdict with probability P (reproducible with --seed), and the
+    runs recorded against it say that the noise was simulated.
 
     It refuses with the API's 400 what the API refuses (a request that is not the SDK's request type, an
     unknown field, temperature/top_p/top_k on a 5.x model, more than 4 cache breakpoints, a 1-hour one
@@ -135,7 +144,8 @@ def model(port: int, no_thinking: bool, fetch_per_turn: int, batch_delay: float,
                              fetch_per_turn=fetch_per_turn, cut_off=frozenset(cut_off),
                              batch_settings=BatchSettings(batch_delay, batch_errored, batch_expired,
                                                           error_type=batch_error_type, rate_limited=rate_limited,
-                                                          retry_after=retry_after, archive_after=archive_after))
+                                                          retry_after=retry_after, archive_after=archive_after),
+                             noise=ModelNoise(noise, seed) if noise > 0 else None)
     except OSError as exc:
         raise _port_error(port, exc) from exc
     _serve(handle, "Messages API")

@@ -32,6 +32,7 @@ def judge_command(
     no_cache: bool = False,
     max_cost: float | None = None,
     max_tokens: int | None = None,
+    samples: int = 1,
 ) -> str:
     """A `judge-replay judge` command line, shell-quoted; endpoints as given (the default Learn URL left out).
     `batch`, `resume`, `no_cache` and `max_cost` keep how the run was paid for (`--batch --resume`: the
@@ -57,6 +58,17 @@ def judge_command(
         args += ["--max-cost", f"{max_cost:g}"]
     if max_tokens is not None:
         args += ["--max-tokens", str(max_tokens)]
+    if samples > 1:
+        args += ["--samples", str(samples)]
+    return shlex.join(args)
+
+
+def add_samples_command(run: str, more: int, *, max_cost: float | None = None) -> str:
+    """The command that records `more` samples of every claim into `run`, leaving its recorded ones as they are
+    (the run's own prompt, model, claims and settings): `judge-replay judge --mode record --add-samples N --run RUN`."""
+    args = ["judge-replay", "judge", "--mode", "record", "--add-samples", str(more), "--run", run]
+    if max_cost is not None:
+        args += ["--max-cost", f"{max_cost:g}"]
     return shlex.join(args)
 
 
@@ -69,6 +81,7 @@ def rerecord_command(manifest: RunManifest, claims: Sequence[str], run: str, *, 
         anthropic_base_url=manifest.anthropic_base_url, pages_from=pages_from or manifest.pages_from,
         batch=manifest.batch_ids is not None, no_cache=manifest.cache is False, max_cost=manifest.max_cost_usd,
         max_tokens=_asked(manifest),
+        samples=manifest.sample_count,
     )
 
 
@@ -89,6 +102,7 @@ def retry_failed_command(manifest: RunManifest, run: str, *, learn_url: str | No
         no_cache=manifest.cache is False if no_cache is None else no_cache,
         max_cost=manifest.max_cost_usd if max_cost is None else max_cost,
         max_tokens=_asked(manifest),
+        samples=manifest.sample_count,
     )
 
 

@@ -22,6 +22,12 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
 
 
+def one_line(text: str) -> str:
+    """`printable`, with newlines and tabs escaped too: for a name (a path, a file name) shown inside one
+    line or one table cell, where a newline would print a line the program never wrote."""
+    return printable(text).replace("\t", "\\t").replace("\n", "\\n")
+
+
 MAX_LISTED = 50
 """The most items (claim ids, files) one list of a text or markdown report names; `--json` names all."""
 

@@ -8,8 +8,11 @@ from dataclasses import dataclass
 from itertools import repeat, starmap
 from math import comb, floor
 
+from replay.core.commands import add_samples_command
 from replay.core.grading import Gold, Outcome, Results, claim_outcome, pair_claims, ratio
-from replay.schema.scores import GateDecision, Scores
+from replay.core.model_noise import RESAMPLES as NOISE_RESAMPLES
+from replay.core.model_noise import settle_target, side_outcomes, stability
+from replay.schema.scores import GateDecision, ModelNoise, Scores
 
 ALPHA = 0.05
 """Significance level of the noise check (McNemar p and 95% CIs)."""
@@ -127,7 +130,13 @@ def _undefined_why(scores: Scores, who: str) -> str | None:
 
 
 def missing_verdicts(scores: Scores, who: str) -> str | None:
-    """Why a version's scores cannot be compared: it has claims without a verdict (None when it has none)."""
+    """Why a version's scores cannot be compared: it has claims without a verdict, in any of its samples
+    (None when it has none)."""
+    if scores.samples > 1 and scores.sample_no_verdict:
+        m, k = scores.sample_no_verdict, scores.samples
+        return (f"the {who} lacks {m} verdict{'' if m == 1 else 's'} among its {k} samples of {scores.graded} claims "
+                f"({scores.no_verdict} claim{'' if scores.no_verdict == 1 else 's'} without a majority verdict; each "
+                "sample scores its missing verdicts as no-verdict claims)")
     if not scores.no_verdict:
         return None
     n = scores.no_verdict
@@ -141,9 +150,9 @@ def missing_verdicts(scores: Scores, who: str) -> str | None:
 
 
 def gate_rule(baseline: Scores, candidate: Scores) -> tuple[bool, str]:
-    """SPEC.md's gate alone: adopt iff P_c >= P_b and R_c >= R_b with at least one strictly greater.
+    """The adoption gate's rule alone: adopt iff P_c >= P_b and R_c >= R_b with at least one strictly greater.
 
-    Never adopted: a candidate with claims without a verdict (SPEC.md), nor one compared with a baseline
+    Never adopted: a candidate with claims without a verdict, nor one compared with a baseline
     that has some (its understated P/R would flatter the candidate).
     """
     incomplete = [why for why in (missing_verdicts(candidate, "candidate"), missing_verdicts(baseline, "baseline"))
@@ -166,6 +175,15 @@ def gate_rule(baseline: Scores, candidate: Scores) -> tuple[bool, str]:
     return False, f"do not adopt: {moves}: the candidate is worse"
 
 
+@dataclass(frozen=True)
+class Side:
+    """Where a gate side's samples come from, to say how to record more of them: its run folder as printed
+    (None: a results file outside a run) and what the run cost at current prices (None: unknown)."""
+
+    run: str | None = None
+    cost_usd: float | None = None
+
+
 def adoption_gate(
     baseline: Results,
     candidate: Results,
@@ -178,6 +196,9 @@ def adoption_gate(
     claims_differ: Sequence[str] = (),
     resamples: int = RESAMPLES,
     seed: int = SEED,
+    required_stability: float = 0.95,
+    baseline_side: Side = Side(),
+    candidate_side: Side = Side(),
 ) -> GateDecision:
     """The gate decision, with the paired evidence that says whether it rests on differences within noise.
 
@@ -229,7 +250,8 @@ def adoption_gate(
     size = f"on a gold set of {len(outcomes)}"
     fixes = [f"to re-record the {who}'s claims without a verdict: {fix or 'record its failed claims files again'}"
              for who, scores, fix in (("candidate", candidate_scores, candidate_rerecord),
-                                      ("baseline", baseline_scores, baseline_rerecord)) if scores.no_verdict]
+                                      ("baseline", baseline_scores, baseline_rerecord))
+             if scores.no_verdict or scores.sample_no_verdict]
     undefined = [why for why in (_undefined_why(baseline_scores, "baseline"), _undefined_why(candidate_scores, "candidate"))
                  if why]
     if claims_differ:  # the claims first; then what else stands in the way, with how to fix it
@@ -248,12 +270,65 @@ def adoption_gate(
     else:
         evidence = [split] + cis
         reason = f"{head}; {', '.join(evidence)}: beyond noise {size}"
+    compared = not (claims_differ or fixes or undefined)
+    noise_measured = model_noise(baseline, candidate, gold, baseline_scores, candidate_scores, rule_adopts=adopt,
+                                 compared=compared, required=required_stability,
+                                 sides=(baseline_side, candidate_side))
+    if noise_measured.stability is not None:
+        reason, adopt = _with_model_noise(reason, adopt, noise_measured)
     return GateDecision(
         adopt=adopt, reason=reason, within_noise=within, mcnemar_p=p_value,
         only_candidate_right=only_c, only_baseline_right=only_b,
         delta_precision_ci=ci_p, delta_recall_ci=ci_r, paired=len(outcomes),
-        delta_precision=d_p, delta_recall=d_r, bootstrap_resamples=resamples,
+        delta_precision=d_p, delta_recall=d_r, bootstrap_resamples=resamples, model_noise=noise_measured,
     )
+
+
+def model_noise(
+    baseline: Results, candidate: Results, gold: Gold, baseline_scores: Scores, candidate_scores: Scores, *,
+    rule_adopts: bool, compared: bool, required: float, sides: tuple[Side, Side],
+) -> ModelNoise:
+    """The decision's stability against the model's noise, when either side has K >= 2 samples and the gate
+    compared the two; with the `--add-samples` commands projected to settle an unstable decision."""
+    ks = {"baseline": baseline_scores.samples, "candidate": candidate_scores.samples}
+    if max(ks.values()) < 2:
+        return ModelNoise(measured=False, samples=ks, required=required)
+    if not compared:
+        return ModelNoise(measured=True, samples=ks, required=required)
+    base, cand = side_outcomes(baseline, gold), side_outcomes(candidate, gold)
+    share = stability(base, cand, rule_adopts)
+    if share >= required:
+        return ModelNoise(measured=True, stability=share, samples=ks, resamples=NOISE_RESAMPLES, required=required)
+    target = settle_target(base, cand, rule_adopts, required)
+    settle: list[str] = []
+    costs: list[float | None] = []
+    goal = target or max(ks.values()) * 2
+    for who, side, k in (("baseline", sides[0], ks["baseline"]), ("candidate", sides[1], ks["candidate"])):
+        if k >= goal:
+            continue
+        settle.append(add_samples_command(side.run, goal - k) if side.run else
+                      f"record {goal - k} more samples of the {who} (its results are not a run folder, so the "
+                      "command is not known)")
+        costs.append(None if side.cost_usd is None else side.cost_usd / k * (goal - k))
+    cost = None if any(c is None for c in costs) else round(sum(c for c in costs if c is not None), 6)
+    return ModelNoise(measured=True, stability=share, samples=ks, resamples=NOISE_RESAMPLES, required=required,
+                      settle=settle, settle_samples=target, settle_cost_usd=cost)
+
+
+def _with_model_noise(reason: str, adopt: bool, noise: ModelNoise) -> tuple[str, bool]:
+    """The reason with the model-noise stability said, and the decision: an adoption that does not hold in
+    enough resamples of the samples is not made."""
+    assert noise.stability is not None
+    ks = noise.samples
+    held = (f"the decision holds in {noise.stability:.1%} of {noise.resamples} resamples of the judge's samples "
+            f"(K {ks['baseline']} baseline, {ks['candidate']} candidate; {noise.required:.0%} needed)")
+    if noise.stability >= noise.required:
+        return f"{reason}; model noise: {held}", adopt
+    if adopt:
+        reason = f"do not adopt: model noise: {held}, so it may not survive a re-run (the rule alone: {reason})"
+    else:
+        reason = f"{reason}; model noise: {held}: a re-run might adopt"
+    return reason, False
 
 
 def _delta(base: float | None, cand: float | None) -> float | None:

@@ -7,11 +7,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from replay.core.samples import Spread, is_stable, majority, padded, sample_verdicts, verdict_counts
 from replay.schema.claims import AnyClaim
 from replay.schema.common import GOLD_TO_VERDICT, VERDICTS, Verdict
 from replay.schema.gold import CompactGold, GoldItem, GoldRow, GoldSet
 from replay.schema.results import ClaimResult, CompactResults, ResultRow, ResultsFile
-from replay.schema.scores import ClaimError, Scores
+from replay.schema.scores import ClaimError, ClaimSamples, Scores, VerdictCounts
 
 ClaimKey = tuple[str, str]
 """(file, id): how gold items and results pair."""
@@ -48,7 +49,13 @@ class PairedClaim:
 
     @property
     def verdict(self) -> Verdict | None:
-        return self.result.judge_verdict if self.result else None
+        """The claim's verdict: the majority of its samples (a claim judged once: its verdict)."""
+        return majority(self.verdicts)
+
+    @property
+    def verdicts(self) -> tuple[Verdict | None, ...]:
+        """The claim's verdict in each sample, in sample order (one when judged once or not at all)."""
+        return sample_verdicts(self.result)
 
 
 @dataclass(frozen=True)
@@ -85,7 +92,7 @@ def _nfc(key: ClaimKey) -> ClaimKey:
 
 
 def claim_outcome(label: str, verdict: Verdict | None) -> Outcome | None:
-    """SPEC.md's binary outcome: positive = the judge flagged the claim `not_grounded`.
+    """The binary outcome: positive = the judge flagged the claim `not_grounded`.
 
     A claim with no verdict is never TP, FP or TN: on an `outdated`/`wrong` claim it is an FN (a flag
     was missed), on a `correct`/`unsourced` claim it has no outcome (None): nothing was judged.
@@ -218,7 +225,7 @@ def _error(p: PairedClaim, claims: Mapping[ClaimKey, AnyClaim | None] | None) ->
 def grade_results(
     results: Results, gold: Gold, claims: Mapping[ClaimKey, AnyClaim | None] | None = None
 ) -> Scores:
-    """Score `results` against `gold` (SPEC.md "Scoring").
+    """Score `results` against `gold` (the scoring rules).
 
     Every gold item is graded. A claim has *no verdict* when its result has no `judge_verdict` (an API
     failure, a cut-off or unparseable answer: the result's `error` says which) or when the results hold no
@@ -238,12 +245,14 @@ def grade_results(
         confusion[GOLD_TO_VERDICT[p.gold.label]][p.verdict or NO_VERDICT] += 1
         if not is_correct(p.gold.label, p.verdict):
             errors.append(_error(p, claims))
+    samples = sample_tallies(pairing.paired)
+    spreads = [Spread.of(getattr(t, name) for t in samples.tallies) for name in ("precision", "recall", "f1", "accuracy")]
 
     def claim_type(p: PairedClaim) -> str:
         return claim_info(p.key, p.result, claims)[1] or UNKNOWN
 
     return Scores(
-        precision=total.precision, recall=total.recall, f1=total.f1, accuracy=total.accuracy,
+        precision=spreads[0].mean, recall=spreads[1].mean, f1=spreads[2].mean, accuracy=spreads[3].mean,
         tp=total.tp, fp=total.fp, fn=total.fn, tn=total.tn, no_verdict=total.no_verdict, graded=total.graded,
         errors=errors, confusion=confusion,
         by_claim_type=_breakdown(pairing.paired, claim_type),
@@ -251,4 +260,34 @@ def grade_results(
         unmatched_gold=[{"file": p.gold.file, "id": p.gold.id} for p in pairing.paired if p.result is None],
         unmatched_results=[{"file": f, "id": r.id} for f, r in pairing.unmatched_results],
         quote_unverified=sum(r.quote_verified is False for fr in results.files for r in fr.results),
+        samples=samples.k, precision_range=spreads[0].range, recall_range=spreads[1].range,
+        f1_range=spreads[2].range, accuracy_range=spreads[3].range,
+        unstable=sum(not c.stable for c in samples.claims), sample_no_verdict=sum(t.no_verdict for t in samples.tallies),
+        claims=samples.claims,
     )
+
+
+@dataclass(frozen=True)
+class SampleTallies:
+    """A run's claims scored sample by sample: sample k of every claim makes the k-th run."""
+
+    k: int
+    tallies: list[Tally]
+    """One per sample, each scored as a run of its own (a claim with no record of a sample: no verdict there)."""
+    claims: list[ClaimSamples]
+    """Every paired claim, in gold order, with its verdict counts."""
+
+
+def sample_tallies(paired: Iterable[PairedClaim]) -> SampleTallies:
+    """Score each sample of the paired claims as a run of its own, and count each claim's verdicts."""
+    claims = [(p, p.verdicts) for p in paired]
+    k = max((len(vs) for _, vs in claims), default=1)
+    tallies = [Tally() for _ in range(k)]
+    listed: list[ClaimSamples] = []
+    for p, vs in claims:
+        vs = padded(vs, k)
+        for tally, v in zip(tallies, vs, strict=True):
+            tally.add(p.gold.label, v)
+        listed.append(ClaimSamples(file=p.gold.file, id=p.gold.id, verdict=majority(vs), verdicts=VerdictCounts(**verdict_counts(vs)),
+                                   stable=is_stable(vs)))
+    return SampleTallies(k, tallies, listed)

@@ -22,7 +22,7 @@ def sha256_text(text: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    """SPEC.md tokens: split on white space and `|`, strip punctuation/markdown, lower-case."""
+    """Tokens: split on white space and `|`, strip punctuation/markdown, lower-case."""
     out = []
     for raw in re.split(r"[\s|]+", text):
         tok = raw.strip(_STRIP).lower()
@@ -41,7 +41,7 @@ def without_thousands(token: str) -> str:
 
 
 def parse_number(token: str) -> float | None:
-    """A number token as SPEC.md reads it (`200k` -> 200000, `1.5M` -> 1500000), else None."""
+    """A number token as the scoring rules read it (`200k` -> 200000, `1.5M` -> 1500000), else None."""
     m = _NUMBER.match(without_thousands(token))
     if not m:
         return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -23,6 +23,7 @@ from replay.urls import MODEL_STAND_IN_PORT
 if TYPE_CHECKING:
     from replay.judge.model_route import ModelRoute
 from replay.judge.held import HeldClaims
+from replay.runs.names import conversation_label
 from replay.urls import stored_endpoint
 
 
@@ -33,7 +34,7 @@ class _Recorder(Protocol):
 
     def __enter__(self) -> Any: ...
     def __exit__(self, *exc: object) -> Any: ...
-    def conversation(self, claims_file: str) -> Any: ...
+    def conversation(self, claims_file: str, sample: int = 1) -> Any: ...
 
 
 class _LiveHttp:
@@ -49,7 +50,7 @@ class _LiveHttp:
         return None
 
     @contextmanager
-    def conversation(self, claims_file: str) -> Iterator[None]:
+    def conversation(self, claims_file: str, sample: int = 1) -> Iterator[None]:
         yield
 
 
@@ -69,8 +70,10 @@ def _judge_all(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     stand_ins: set[str],
     route: ModelRoute | None = None,
+    samples: Sequence[int] = (1,),
 ) -> HeldFiles:
-    """One conversation per batch on a thread pool; results in batch order, each held compactly once its
+    """One conversation per batch and sample (`samples`: which, 1 to K) on a thread pool; results in batch
+    order, each batch's samples in order (batch 1 sample 1, batch 1 sample 2, ...), each held compactly once its
     conversation ends (`schema.common.held`), as is the batch until it starts. The first ReplayError (or
     any unexpected error) cancels what has not started and is raised once running ones finish. A Ctrl-C
     also ends the running conversations at their next model call, unsaved: only whole conversations
@@ -86,18 +89,19 @@ def _judge_all(
         if stopping.is_set():
             raise KeyboardInterrupt  # a BaseException: the SDK does not wrap or retry it
 
-    def judge_one(claims: HeldClaims) -> FileResult:
+    def judge_one(claims: HeldClaims, sample: int) -> FileResult:
         batch = claims.batch()
         learn = sessions.client()
-        with recorder.conversation(batch.file), route.conversation() if route else nullcontext():
-            result = judge_with(batch, learn)
+        label = conversation_label(batch.file, sample)
+        with recorder.conversation(batch.file, sample), route.conversation() if route else nullcontext():
+            result = judge_with(batch, learn, label)
             if route is not None and result.needs_recording_again:
-                route.conversation_failed(result)
+                route.conversation_failed(result, label)
             return result
 
-    def judge_with(batch: ClaimsBatch, learn: LearnClient) -> FileResult:
+    def judge_with(batch: ClaimsBatch, learn: LearnClient, label: str) -> FileResult:
         hooks = {"request": [stop_if_interrupted]}
-        http = (route.http_client(batch.file, hooks) if route else
+        http = (route.http_client(label, hooks) if route else
                 anthropic.DefaultHttpxClient(verify=shared_ssl_context(), event_hooks=hooks))
         client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, http_client=http)
         try:
@@ -108,13 +112,15 @@ def _judge_all(
         finally:
             client.close()
 
-    results: list[bytes | FileResult | None] = [None] * len(batches)
-    total_claims = sum(b.count for _, b in batches)
-    rounds = route.running(len(batches), api_key=api_key, base_url=base_url) if route else nullcontext()
-    with rounds, RunProgress(len(batches), total_claims, enabled=progress) as bar:
-        pool = ThreadPoolExecutor(max_workers=_at_once(route, concurrency, len(batches)), thread_name_prefix="judge")
+    units = [(b, sample) for _, b in batches for sample in samples]
+    results: list[bytes | FileResult | None] = [None] * len(units)
+    total_claims = sum(b.count for b, _ in units)
+    rounds = route.running(len(units), api_key=api_key, base_url=base_url) if route else nullcontext()
+    with rounds, RunProgress(len(units), total_claims, enabled=progress) as bar:
+        pool = ThreadPoolExecutor(max_workers=_at_once(route, concurrency, len(units)), thread_name_prefix="judge")
         try:
-            futures: dict[Future[FileResult], int] = {pool.submit(judge_one, b): i for i, (_, b) in enumerate(batches)}
+            futures: dict[Future[FileResult], int] = {pool.submit(judge_one, b, sample): i
+                                                      for i, (b, sample) in enumerate(units)}
             for future in as_completed(futures):
                 result = future.result()  # re-raises a ReplayError from the conversation
                 results[futures.pop(future)] = held(result)

@@ -136,11 +136,12 @@ class ModelRoute:
         """The batches the run used (None: no batches)."""
         return self.batch.journal.ids if self.batch else None
 
-    def conversation_failed(self, result: FileResult) -> None:
-        """A claims file's conversation just failed: its journal entries a retry must not take are
-        dropped when the rounds end (`BatchJournal.forget_failure`)."""
+    def conversation_failed(self, result: FileResult, conversation: str | None = None) -> None:
+        """A claims file's conversation (`conversation`: as `http_client` named it, default the file) just
+        failed: its journal entries a retry must not take are dropped when the rounds end
+        (`BatchJournal.forget_failure`)."""
         if self.batch is not None:
-            self.batch.journal.forget_failure(result)
+            self.batch.journal.forget_failure(result, conversation)
 
     def finished(self, failed: list[str]) -> None:
         """The run folder is written: forget the journal, unless claims files `failed`: their turns already

@@ -11,7 +11,8 @@ from replay.errors import RecordingFailed, UsageError
 from replay.files.inputs import read_json
 from replay.files.paths import display_path
 from replay.learn.client import LearnClient, shared_ssl_context
-from replay.learn.wire import STAND_IN_HEADER
+from replay.core.display import printable
+from replay.learn.wire import STAND_IN_HEADER, STAND_IN_NOTE_HEADER
 from replay.runs.folder import MANIFEST, RESULTS
 from replay.secrets import registry as _secrets
 from replay.secrets.in_urls import scrub_text
@@ -71,6 +72,9 @@ def _preflight_model(model: str, base_url: str | None, key: str | None, stand_in
         )
         if raw.headers.get(STAND_IN_HEADER):
             stand_ins.add("model")
+            note = raw.headers.get(STAND_IN_NOTE_HEADER)
+            if note:  # e.g. "model noise 0.15, seed 7": simulated noise, said in every output of the run
+                stand_ins.add(printable(note)[:80])
     except anthropic.AuthenticationError as exc:
         raise UsageError(f"the Anthropic API at {where} refused the key (HTTP {exc.status_code}): check "
                          f"{'ANTHROPIC_API_KEY' if key else 'ANTHROPIC_AUTH_TOKEN'}") from None

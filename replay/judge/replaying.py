@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from replay.core.commands import DEFAULT_MAX_TOKENS, LEGACY_MAX_TOKENS, judge_command
 from replay.core.cost import costed, total_usd
 from replay.core.prompts import Prompt
+from replay.core.sample_results import combined
 from replay.errors import InputError
 from replay.files.inputs import load_claims_batch
 from replay.files.paths import portable_path
@@ -17,7 +18,7 @@ from replay.files.results import load_compact_results
 from replay.judge.progress import RunProgress
 from replay.learn.sessions import LearnSessions
 from replay.runs.folder import MANIFEST, PROMPT, Run
-from replay.runs.names import cassette_name
+from replay.runs.names import sample_cassette_name
 from replay.runs.receipts import receipt_for
 from replay.runs.writer import reading
 from replay.schema.manifest import ClaimsFileEntry
@@ -67,7 +68,8 @@ def _replay(
     receipt = receipt_for(run, prompt, batches)
     receipted = receipt.files() if receipt is not None and use_receipt else None
     if receipted is not None:
-        with RunProgress(len(batches), sum(b.count for _, b in batches), enabled=progress) as bar:
+        samples = run.manifest.sample_count
+        with RunProgress(len(batches) * samples, sum(b.count for _, b in batches) * samples, enabled=progress) as bar:
             for result in receipted:
                 bar.file_done(result)
         return _replayed_results(run, prompt, receipted, batched)
@@ -90,7 +92,7 @@ def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, HeldClai
     rerecord = judge_command(prompt=prompt.name, claims=[portable_path(p) for p, _ in batches], run=str(run.path),
                              model=m.model, learn_url=m.learn_url, anthropic_base_url=m.anthropic_base_url,
                              pages_from=m.pages_from, batch=m.batch_ids is not None, no_cache=m.cache is False,
-                             max_cost=m.max_cost_usd,
+                             max_cost=m.max_cost_usd, samples=m.sample_count,
                              max_tokens=(m.max_tokens or LEGACY_MAX_TOKENS) if (m.max_tokens or LEGACY_MAX_TOKENS)
                              != DEFAULT_MAX_TOKENS else None)
     if m.frozen:
@@ -102,6 +104,7 @@ def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, HeldClai
             prompt, batches, recorder, learn, model=m.model, base_url=m.anthropic_base_url, api_key=REPLAY_API_KEY,
             max_retries=0, concurrency=concurrency, progress=progress, max_turns=12, stand_ins=set(),
             max_tokens=m.max_tokens or LEGACY_MAX_TOKENS,
+            samples=range(1, m.sample_count + 1),
         )
     return files, recorder.found_by_secret
 
@@ -113,14 +116,28 @@ def _replayed_results(run: Run, prompt: Prompt, replayed: HeldFiles, batched: di
     prices = project_prices()
 
     def files() -> Iterator[FileResult]:
-        for result in replayed:
-            yield costed(result.model_copy(update={"batch": batched.get(result.file)}), m.model,
-                          batch=m.batch_ids is not None, prices=prices)
+        for parts in by_file(replayed, m.sample_count):  # samples of a file: billed alike (`judge --add-samples`)
+            batch = batched.get(parts[0].file)
+            yield costed(combined([costed(part.model_copy(update={"batch": batch}), m.model,
+                                          batch=m.batch_ids is not None, prices=prices) for part in parts]),
+                         m.model, batch=m.batch_ids is not None, prices=prices)
 
     costs, _ = _costs_and_tokens(files())
     return RunResults(ResultsFile(prompt=m.prompt, prompt_sha256=prompt.sha256, model=m.model,
                                   recorded_at=m.recorded_at, files=[], stand_ins=list(m.stand_ins),
-                                  cost_usd=total_usd(costs)), files)
+                                  cost_usd=total_usd(costs), samples=m.samples), files)
+
+
+def by_file(units: Iterable[FileResult], samples: int) -> Iterator[list[FileResult]]:
+    """The results of a run's conversations (each file's samples in turn, `_judge_all`) grouped by claims file."""
+    group: list[FileResult] = []
+    for result in units:
+        group.append(result)
+        if len(group) == samples:
+            yield group
+            group = []
+    if group:
+        yield group
 
 
 def _run_prompt(run: Run) -> Prompt:
@@ -157,9 +174,11 @@ def _run_claims(run: Run) -> list[tuple[Path, HeldClaims]]:
 # --------------------------------------------------------------------------- what the run folder records
 
 
-def _claims_entry(path: Path, batch: HeldClaims) -> ClaimsFileEntry:
+def _claims_entry(path: Path, batch: HeldClaims, samples: int = 1) -> ClaimsFileEntry:
     return ClaimsFileEntry(file=batch.file, path=portable_path(path), sha256=_sha256_file(path),
-                           cassette=cassette_name(batch.file))
+                           cassette=sample_cassette_name(batch.file, 1),
+                           sample_cassettes=[sample_cassette_name(batch.file, k) for k in range(2, samples + 1)]
+                           if samples > 1 else None)
 
 
 def _sha256_file(path: Path) -> str:

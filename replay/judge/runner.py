@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from replay.core.commands import DEFAULT_MAX_TOKENS, LEGACY_MAX_TOKENS, judge_command
 from replay.core.cost import costed, total_usd
 from replay.core.prompts import Prompt
+from replay.core.sample_results import combined
 from replay.errors import RecordingFailed, UsageError
 from replay.files.atomic import atomic_write_text, write_model
 from replay.files.inputs import load_claims
@@ -23,7 +24,7 @@ from replay.files.paths import display_path, portable_path
 from replay.learn.sessions import LearnSessions
 from replay.prompts import load_prompt
 from replay.runs.folder import MANIFEST, PROMPT, RESULTS, Run
-from replay.runs.names import cassette_name
+from replay.runs.names import sample_cassette_name
 from replay.runs.writer import RunFolderWriter, reading, recover
 from replay.schema.common import RunMode
 from replay.schema.manifest import LEARN_MCP_URL, RunManifest, RunStats
@@ -76,6 +77,7 @@ def judged_run(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     retry_failed: bool = False,
     route: ModelRoute | None = None,
+    samples: int = 1,
 ) -> RunResults:
     """Run the judge over every claims batch: live, recording into `run_dir`, or replaying `run_dir`.
 
@@ -87,6 +89,8 @@ def judged_run(
     raises RecordingFailed and writes nothing. `retry_failed`: record only the files that failed in
     `run_dir` (and files new to it), keeping the others as they were recorded. `route`: how model
     requests travel (`ModelRoute`: prompt caching, `--batch`); None: direct, without cache breakpoints.
+    `samples`: K independent conversations per claims file (each its own cassette, every page fetched once
+    for all of them: `HttpRecorder`), combined per file by `core.sample_results.combined`.
     Memory holds one conversation per worker: each claims batch until its conversation starts and each
     file's results once it ended are held compactly (`HeldClaims`, `schema.results.HeldFiles`), results.json is
     written one file's results at a time, and the results come back the same way (`RunResults`).
@@ -114,6 +118,8 @@ def judged_run(
         raise UsageError("--mode record needs --run DIR: the folder the run is recorded into")
     if retry_failed and (mode != "record" or run_dir is None):
         raise UsageError("--retry-failed re-records the failed files of a run: it needs --mode record and --run DIR")
+    if samples < 1:
+        raise UsageError(f"--samples must be at least 1, not {samples}")
     _recorded_at()  # a bad SOURCE_DATE_EPOCH stops the run now, not after it was paid for
     prices = project_prices()  # and so does a bad [tool.judge-replay.prices]
     prompt = load_prompt(prompt_name_or_path)
@@ -127,14 +133,14 @@ def judged_run(
     if pages_run is None:
         _preflight_learn(learn_url, stand_ins)
     _preflight_model(model, anthropic_base_url, key, stand_ins)
-    sessions = LearnSessions(learn_url, conversations=_at_once(route, concurrency, len(batches)),
+    sessions = LearnSessions(learn_url, conversations=_at_once(route, concurrency, len(batches) * samples),
                              shown_url=stored_endpoint(learn_url, LEARN_STAND_IN_PORT), end_sessions=pages_run is None)
     # the run folder is locked, and a staging folder made (so: writable); the Learn sessions end last
     with sessions, writer or nullcontext():
         frozen = run_dir is not None and _refuse_frozen(Path(run_dir), force)
         if mode == "live" and run_dir is not None and not force:
             _refuse_to_drop_cassettes(Path(run_dir))
-        kept = (_kept_from(Run(run_dir), prompt, model, batches, learn_url, anthropic_base_url, max_tokens)
+        kept = (_kept_from(Run(run_dir), prompt, model, batches, learn_url, anthropic_base_url, max_tokens, samples)
                 if retry_failed and run_dir is not None else {})
         to_judge = [(p, b) for p, b in batches if b.file not in kept]
         if route is not None:
@@ -146,7 +152,7 @@ def judged_run(
                                  anthropic_base_url=anthropic_base_url,
                                  pages_from=str(pages_from) if pages_from is not None else None,
                                  max_tokens=max_tokens if max_tokens != DEFAULT_MAX_TOKENS else None,
-                                 **(route.command_choices() if route else {}))
+                                 samples=samples, **(route.command_choices() if route else {}))
 
         rerecord = rerecord_command()
         recorder: _Recorder
@@ -162,7 +168,7 @@ def judged_run(
             judged = _judge_all(
                 prompt, to_judge, recorder, sessions, model=model, base_url=anthropic_base_url, api_key=key,
                 max_retries=2, concurrency=concurrency, progress=progress, max_turns=max_turns, max_tokens=max_tokens,
-                stand_ins=stand_ins, route=route,
+                stand_ins=stand_ins, route=route, samples=range(1, samples + 1),
             )
         batched = route is not None and route.batch is not None
         previous_batch_ids = Run(run_dir).manifest.batch_ids if kept and run_dir is not None else None
@@ -172,17 +178,20 @@ def judged_run(
         recorded_at = _recorded_at()
 
         def files() -> Iterator[FileResult]:
-            """Each claims file's results in claims order, priced (the kept ones billed as they were)."""
+            """Each claims file's results in claims order (its samples combined), priced (the kept ones billed
+            as they were)."""
             judged_now = iter(judged)
             for _, b in batches:
-                result = (_priced_as(kept[b.file][0], kept_batched) if b.file in kept
-                          else _priced_as(next(judged_now), batched))
+                result = (_priced_as(kept[b.file][0], kept_batched) if b.file in kept else combined(
+                    [costed(_priced_as(next(judged_now), batched), model, batch=batched, prices=prices)
+                     for _ in range(samples)]))
                 yield costed(result, model, batch=batched, prices=prices)
 
         costs, tokens = _costs_and_tokens(files())
         results = RunResults(ResultsFile(prompt=prompt.name, prompt_sha256=prompt.sha256, model=model,
                                          recorded_at=recorded_at, files=[], frozen=frozen,
-                                         stand_ins=sorted(stand_ins), cost_usd=total_usd(costs)), files)
+                                         stand_ins=sorted(stand_ins), cost_usd=total_usd(costs),
+                                         samples=samples if samples > 1 else None), files)
         if writer is not None:
             stats = _stats(recorder, judged, counted_by_recorder=not isinstance(recorder, _LiveHttp))
             stats.learn_retries = sessions.retries
@@ -202,7 +211,7 @@ def judged_run(
                 pages_from=portable_path(pages_run.path) if pages_run else None,
                 stand_ins=sorted(stand_ins),
                 versions=_versions(),
-                claims=[_claims_entry(p, b) for p, b in batches],
+                claims=[_claims_entry(p, b, samples) for p, b in batches],
                 stats=stats,
                 frozen=frozen,
                 batch_ids=_run_batch_ids(previous_batch_ids, route.batch_ids if route else None),
@@ -210,12 +219,14 @@ def judged_run(
                 max_cost_usd=route.budget.limit_usd if route and route.budget else None,
                 max_tokens=max_tokens,
                 cost_usd=results.header.cost_usd,
+                samples=samples if samples > 1 else None,
             )
             for entry, cost in zip(manifest.claims, costs, strict=True):
                 entry.cost_usd = cost
             for file in kept:
-                name = cassette_name(file)
-                shutil.copy2(writer.run / name, writer.staging / name)
+                for k in range(1, samples + 1):
+                    name = sample_cassette_name(file, k)
+                    shutil.copy2(writer.run / name, writer.staging / name)
             atomic_write_text(writer.staging / PROMPT, prompt.text)
             results.write(writer.staging / RESULTS)
             write_model(writer.staging / MANIFEST, manifest)  # last: a staging folder with run.json is whole
@@ -267,7 +278,7 @@ def _refuse_all_failed(judged: HeldFiles, rerecord: str, *, resumable: bool = Fa
 
 
 def _kept_from(run: Run, prompt: Prompt, model: str, batches: list[tuple[Path, HeldClaims]], learn_url: str,
-               base_url: str | None, max_tokens: int) -> dict[str, tuple[FileResult, RunStats]]:
+               base_url: str | None, max_tokens: int, samples: int = 1) -> dict[str, tuple[FileResult, RunStats]]:
     """For --retry-failed: the files of `run` that succeeded and are kept as recorded (their results and
     counters), when the prompt, the model, the endpoints and the claims file are the ones they were
     recorded with. A changed endpoint is refused: the kept cassettes answer only for the endpoints in
@@ -280,6 +291,9 @@ def _kept_from(run: Run, prompt: Prompt, model: str, batches: list[tuple[Path, H
         raise UsageError(f"--retry-failed keeps the cassettes already in {display_path(run.path)}, whose model "
                          f"requests asked for --max-tokens {m.max_tokens or LEGACY_MAX_TOKENS}: use the same, or record "
                          f"the whole run again with --max-tokens {max_tokens} without --retry-failed")
+    if m.sample_count != samples:
+        raise UsageError(f"--retry-failed keeps the verdicts already in {display_path(run.path)}, recorded with "
+                         f"--samples {m.sample_count}: use the same --samples")
     endpoints = {"--learn-url": (stored_endpoint(learn_url, LEARN_STAND_IN_PORT), m.learn_url),
                  "--anthropic-base-url": (stored_endpoint(base_url, MODEL_STAND_IN_PORT) if base_url else None,
                                           m.anthropic_base_url)}
@@ -296,18 +310,21 @@ def _kept_from(run: Run, prompt: Prompt, model: str, batches: list[tuple[Path, H
         result, entry = recorded.get(batch.file), entries.get(batch.file)
         if result is None or entry is None or result.needs_recording_again or entry.sha256 != _sha256_file(path):
             continue
-        if not (run.path / entry.cassette).is_file():
+        if not all((run.path / name).is_file() for name in entry.cassettes):
             continue
-        kept[batch.file] = (result, _cassette_counts(run, batch.file))
+        kept[batch.file] = (result, _cassette_counts(run, batch.file, samples))
     if len(kept) == len(batches):
         raise UsageError(f"no claims file failed in {display_path(run.path)}: there is nothing to record again")
     return kept
 
 
-def _cassette_counts(run: Run, claims_file: str) -> RunStats:
+def _cassette_counts(run: Run, claims_file: str, samples: int = 1) -> RunStats:
+    from replay.cassettes.cassette import load_cassette
     from replay.cassettes.matching import canonical_request
 
-    kinds = [canonical_request(it.method, it.uri, it.request_body).kind for it in run.interactions(claims_file)]
+    interactions = [it for k in range(1, samples + 1) if (path := run.cassette_path(claims_file, k)).is_file()
+                    for it in load_cassette(path)]
+    kinds = [canonical_request(it.method, it.uri, it.request_body).kind for it in interactions]
     return RunStats(interactions=len(kinds), model_calls=kinds.count("model"), learn_calls=kinds.count("learn"))
 
 

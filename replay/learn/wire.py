@@ -16,6 +16,8 @@ MISSING_PAGE_MARKER = "could not be retrieved"
 NOT_LEARN_REFUSAL = "The provided URL is not a valid Microsoft documentation webpage link."
 """The real server's answer (no `isError`) to a fetch of a URL outside Microsoft Learn."""
 STAND_IN_HEADER = "x-judge-replay-stand-in"
+STAND_IN_NOTE_HEADER = "x-judge-replay-stand-in-note"
+"""What a stand-in says of itself that its runs must carry (the model stand-in's simulated noise)."""
 """Response header by which the local stand-ins say they are test equipment (value: `learn` or `model`)."""
 from replay.schema.pages import NoPage
 

@@ -2,10 +2,11 @@
 
     with HttpRecorder(mode, run_dir, pages_from=None, rerecord_hint="judge-replay judge ...") as rec:
         with rec.conversation(claims_file):   # this thread's httpx / httpx2 traffic -> that cassette
+        with rec.conversation(claims_file, sample=2):   # another sample of it -> its own cassette
             ...
         rec.stats                              # RunStats
 
-How: one patch for the whole process, installed while any intercepting recorder is open (counted, so
+How: one patch for the whole process (`replay.recording.transport_patch`), installed while any intercepting recorder is open (counted, so
 recorders that close in any order leave `httpx`/`httpx2` exactly as they found them). It replaces the
 `handle_request` / `handle_async_request` of the `HTTPTransport` and `AsyncHTTPTransport` of `httpx`
 (our Learn client) and `httpx2` (anthropic 2.x) with vcrpy's httpx stubs
@@ -61,13 +62,11 @@ becomes the request's id, and an MCP reply's session header the request's sessio
 from __future__ import annotations
 
 import asyncio
-import functools
-import importlib
 import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple
 
 from replay.cassettes.cassette import save_cassette
 from replay.cassettes.interaction import Interaction
@@ -81,13 +80,14 @@ from replay.cassettes.normalise import normalise_recording
 from replay.cassettes.scrub import scrub_interaction
 from replay.errors import CassetteMiss, UsageError
 from replay.learn.wire import parse_jsonrpc_reply
-from replay.runs.names import cassette_name, in_folder
+from replay.runs.names import conversation_label, in_folder, sample_cassette_name
 from replay.schema.manifest import RunStats
 from replay.urls import normalise_learn_url
 
 if TYPE_CHECKING:
     from replay.runs.page_store import PageFetched
 from replay.recording.page_pool import _PagePool
+from replay.recording.transport_patch import _CANON_ATTR, _claim, _PageFetch, _patch, _Sent
 from replay.recording.tape import (
     _interaction,
     _learn_of,
@@ -101,175 +101,12 @@ from replay.recording.tape import (
 )
 
 MODES = ("live", "record", "replay")
-_CANON_ATTR = "_judge_replay_request"
 NO_CONVERSATION = "(no conversation)"
+RECORDED_SAMPLES = "(the samples already recorded)"
+"""Who fetched a page pinned from recorded cassettes (`HttpRecorder.pin_pages`): no conversation of this recording."""
 
 
-class _Router:
-    """What vcrpy's httpx stubs take for a cassette: routes each exchange that goes out to the recorder
-    (and it to the tape) of the conversation running in the calling thread. Every answer from memory
-    (cassette, page pool, page cache) was given before the stub (`_replaying`): the stub plays none."""
 
-    write_protected = False  # misses are raised before the stub, never by vcrpy
-
-    def can_play_response_for(self, request: Any) -> bool:
-        setattr(request, _RECORDER_ATTR, _patch.owner())
-        setattr(request, _CANON_ATTR, _going_out.get())
-        return False
-
-    def play_response(self, request: Any) -> dict[str, Any]:
-        raise AssertionError("every answer from memory is given before vcrpy's stub")
-
-    def filter_request(self, request: Any) -> Any:
-        return request
-
-    def append(self, request: Any, response: dict[str, Any]) -> None:
-        recorder: HttpRecorder | None = getattr(request, _RECORDER_ATTR, None)
-        if recorder is not None:
-            recorder._recorded(request, response)
-
-
-_going_out: ContextVar[CanonicalRequest | None] = ContextVar("judge_replay_going_out", default=None)
-"""The canonical form of the request the HTTP call running in this context sends to the network (made
-when it was decided that no answer from memory is given: `HttpRecorder._from_memory`)."""
-
-
-_RECORDER_ATTR = "_judge_replay_recorder"
-
-
-class _ProcessPatch:
-    """The transports of httpx and httpx2 patched while at least one intercepting recorder is open."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._open: tuple[HttpRecorder, ...] = ()
-        """Replaced whole under the lock, so `owner` reads it without one."""
-        self._saved: list[tuple[type, str, Any]] = []
-        self._router = _Router()
-
-    def add(self, recorder: HttpRecorder) -> None:
-        with self._lock:
-            if not self._open:
-                self._install()
-            self._open = (*self._open, recorder)
-
-    def remove(self, recorder: HttpRecorder) -> None:
-        with self._lock:
-            self._open = tuple(r for r in self._open if r is not recorder)
-            if not self._open:
-                self._uninstall()
-
-    def owner(self) -> HttpRecorder | None:
-        """The newest open recorder with a conversation in this context, else the newest open one."""
-        open_now = self._open
-        for recorder in reversed(open_now):
-            if recorder._current.get() is not None:
-                return recorder
-        return open_now[-1] if open_now else None
-
-    def _install(self) -> None:
-        from vcr.stubs.httpx_stubs import vcr_handle_async_request, vcr_handle_request  # type: ignore[import-untyped]
-
-        for name in ("httpx", "httpx2"):
-            try:
-                module = importlib.import_module(name)
-            except ImportError:
-                continue
-            for cls, method, stub, replaying in (
-                    (module.HTTPTransport, "handle_request", vcr_handle_request, _replaying),
-                    (module.AsyncHTTPTransport, "handle_async_request", vcr_handle_async_request, _replaying_async)):
-                original = cls.__dict__[method]
-                self._saved.append((cls, method, original))
-                setattr(cls, method, replaying(stub(self._router, original, module), module))
-
-    def _uninstall(self) -> None:
-        while self._saved:
-            cls, method, original = self._saved.pop()
-            setattr(cls, method, original)
-
-
-def _replaying(stub: Any, module: Any) -> Any:
-    """The patched `handle_request`: a call an open recorder answers from memory (a replay's cassette, a
-    recording's page cache, a page pool) is answered at once (`_answered`), any other goes through
-    vcrpy's stub; on any way out (answer, error, Ctrl-C) the page fetch the call claimed is released."""
-
-    @functools.wraps(stub)
-    def handle_request(transport: Any, request: Any) -> Any:
-        token = None
-        try:
-            recorder = _patch.owner()
-            if recorder is not None:
-                answered, token = _answered(recorder, request, b"".join(request.stream), module)
-                if answered is not None:
-                    return answered
-            return stub(transport, request)
-        finally:
-            if token is not None:
-                _going_out.reset(token)
-            _settle_claim()
-
-    return handle_request
-
-
-def _replaying_async(stub: Any, module: Any) -> Any:
-    @functools.wraps(stub)
-    async def handle_async_request(transport: Any, request: Any) -> Any:
-        token = None
-        try:
-            recorder = _patch.owner()
-            if recorder is not None:
-                body = b"".join([part async for part in request.stream])
-                answered, token = _answered(recorder, request, body, module)
-                if answered is not None:
-                    return answered
-            return await stub(transport, request)
-        finally:
-            if token is not None:
-                _going_out.reset(token)
-            _settle_claim()
-
-    return handle_async_request
-
-
-def _answered(recorder: HttpRecorder, request: Any, body: bytes, module: Any) -> tuple[Any, Any]:
-    """(the response when `recorder` answers this httpx (or httpx2, `module`) request from memory, else
-    None; the token of `_going_out` set for the stub, else None). The request's stream is replaced by
-    `body`, its bytes, as vcrpy's stub does."""
-    request.stream = module.ByteStream(body)
-    sent = _Sent(request.method, str(request.url), body, request.headers)
-    if recorder.mode == "replay":
-        return _response(recorder._replayed(recorder._current.get(), sent), module), None
-    played, creq = recorder._from_memory(sent)
-    if played is not None:
-        return _response(played, module), None
-    return None, _going_out.set(creq)
-
-
-def _response(played: _Played, module: Any) -> Any:
-    """An answer from memory as the httpx (or httpx2, `module`) response vcrpy's stub would build of it
-    (`vcr.stubs.httpx_stubs._deserialize_response` of the played dict: status, headers in order with each
-    value of a multi-valued one, the body as a `ByteStream`, the reason phrase as `extensions` when there
-    is one; the client then attaches the request), without the stub's vcrpy `Request` and the dict round
-    trip."""
-    return module.Response(
-        played.status,
-        headers=[(name, value) for name, values in played.headers.items() for value in values],
-        stream=module.ByteStream(played.body),
-        extensions={"reason_phrase": played.reason.encode("ascii")} if played.reason else None,
-    )
-
-
-class _Sent(NamedTuple):
-    """A request as replay reads it (what a vcrpy `Request` offers of it: method, URL, body bytes, and
-    headers with case-insensitive `get` and `items` joining repeated values, as `httpx.Headers` does)."""
-
-    method: str
-    uri: str
-    body: bytes
-    headers: Any
-
-
-_patch = _ProcessPatch()
 
 
 _observers: list[list[HttpRecorder]] = []
@@ -348,9 +185,11 @@ class HttpRecorder:
             self._patched = False
 
     @contextmanager
-    def conversation(self, claims_file: str) -> Iterator[None]:
-        """Route this thread's HTTP traffic to `claims_file`'s cassette for the duration of the block."""
-        tape = _Tape(claims_file, in_folder(self.run_dir, cassette_name(claims_file)))
+    def conversation(self, claims_file: str, sample: int = 1) -> Iterator[None]:
+        """Route this thread's HTTP traffic to `claims_file`'s cassette for the duration of the block (with
+        samples: sample `sample`'s cassette, `runs.names.sample_cassette_name`)."""
+        tape = _Tape(claims_file, in_folder(self.run_dir, sample_cassette_name(claims_file, sample)),
+                     label=conversation_label(claims_file, sample))
         if self.mode == "replay":
             tape.load()
         token = self._current.set(tape)
@@ -370,7 +209,7 @@ class HttpRecorder:
             calls = learn_calls(_maybe_tool_calls(written, [w.request for w in tape.written]))
             pages = [(url, self._one_copy(text), no_page) for url, text, no_page in pages_fetched(calls)]
             with self._lock:
-                self.pages_read[claims_file] = pages
+                self.pages_read[claims_file] = [*self.pages_read.get(claims_file, []), *pages]
                 self.stats.interactions += len(interactions)
                 self.stats.model_calls += sum(1 for w in tape.written if w.request.kind == "model")
                 self.stats.learn_calls += sum(1 for w in tape.written if w.request.kind == "learn")
@@ -396,7 +235,7 @@ class HttpRecorder:
             self.stats.model_calls += tape.replayed["model"]
             self.stats.learn_calls += tape.replayed["learn"]
             if unused:
-                self._unused[tape.claims_file] = unused
+                self._unused[tape.label] = unused
 
     # ------------------------------------------------------------------ called by the patched transports
 
@@ -452,7 +291,7 @@ class HttpRecorder:
             url = _fetch_url(creq)
             if url:
                 with self._lock:
-                    self._page_cache.setdefault(url, (tape.claims_file, it))
+                    self._page_cache.setdefault(url, (tape.label, it))
 
     def _replayed(self, tape: _Tape | None, request: Any) -> _Played:
         """Replay: the recorded answer, found by the request's exact bytes (a request sent again as
@@ -504,7 +343,7 @@ class HttpRecorder:
             with self._lock:
                 cached = self._page_cache.get(url)
                 if cached is not None:
-                    return cached[0] != tape.claims_file  # its own page again goes out, as before
+                    return cached[0] != tape.label  # its own page again goes out, as before
                 under_way = self._in_flight.get(url)
                 if under_way is None:
                     claim = _PageFetch(self, url)
@@ -531,6 +370,22 @@ class HttpRecorder:
         with self._lock:
             return self._page_texts.setdefault(text, text)
 
+    def pin_pages(self, interactions: Iterable[Interaction]) -> int:
+        """Record mode: answer every later fetch of a page these recorded exchanges fetched (the cassettes of
+        a run's samples already recorded, `judge --add-samples`) from them, as if another conversation of
+        this recording had fetched it: new samples read the page versions the recorded ones read. Returns
+        how many pages were pinned."""
+        pinned = 0
+        for it in interactions:
+            creq = canonical_request(it.method, it.uri, it.request_body)
+            url = _fetch_url(creq) if creq.is_learn_fetch and _is_page_answer(it) else None
+            if url is not None:
+                with self._lock:
+                    if url not in self._page_cache:
+                        self._page_cache[url] = (RECORDED_SAMPLES, it)
+                        pinned += 1
+        return pinned
+
     def waiting_for_pages(self) -> int:
         """How many conversations wait now for a page another one is fetching."""
         with self._lock:
@@ -544,7 +399,7 @@ class HttpRecorder:
         url = _fetch_url(creq)
         with self._lock:
             cached = self._page_cache.get(url) if url else None
-        return cached[1] if cached and cached[0] != tape.claims_file else None
+        return cached[1] if cached and cached[0] != tape.label else None
 
     def _miss(self, tape: _Tape | None, creq: CanonicalRequest, *, detail: str = "", pool: _PagePool | None = None) -> CassetteMiss:
         closest_text: str | None = None
@@ -568,34 +423,12 @@ class HttpRecorder:
                     closest_text = f"interaction {found[0]}: {tape.requests[found[0]].describe()}"
                     details.extend(found[1])
         return CassetteMiss(
-            claims_file=tape.claims_file if tape is not None else NO_CONVERSATION,
+            claims_file=tape.label if tape is not None else NO_CONVERSATION,
             request=creq.describe(),
             closest=closest_text,
             rerecord=self.rerecord_hint,
             detail="; ".join(details),
         )
-
-
-class _PageFetch:
-    """A page fetch one conversation of a recording sent, which others wait for."""
-
-    def __init__(self, recorder: HttpRecorder, url: str) -> None:
-        self.recorder = recorder
-        self.url = url
-        self.settled = threading.Event()
-
-
-_claim: ContextVar[_PageFetch | None] = ContextVar("judge_replay_page_claim", default=None)
-"""The page fetch the HTTP call running in this context claimed (at most one)."""
-
-
-def _settle_claim() -> None:
-    """Wake whoever waits for the page this context's call claimed; they find its answer in the page
-    cache, or, when it failed, go out themselves."""
-    claim = _claim.get()
-    if claim is not None:
-        _claim.set(None)
-        claim.recorder._release(claim)
 
 
 def _in_event_loop() -> bool:

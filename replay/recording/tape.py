@@ -41,8 +41,10 @@ class _Written:
 class _Tape:
     """One conversation's cassette: what replay serves from, or what recording appends to."""
 
-    def __init__(self, claims_file: str, path: Path) -> None:
+    def __init__(self, claims_file: str, path: Path, label: str | None = None) -> None:
         self.claims_file = claims_file
+        self.label = label or claims_file
+        """The conversation as messages name it: the claims file, and with samples the sample."""
         self.path = path
         self.answers: list[_Stored] = []
         """Replay: each recorded interaction's response, as played."""

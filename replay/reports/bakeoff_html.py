@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from replay.analysis.bakeoff import Bakeoff, FlipLine, GateReport, Version
 from replay.core.cost import format_usd
 from replay.files.paths import display_path
 from replay.reports.flips_html import PAGE_CSS, anchor, flip_article, html_text, prompt_items
-from replay.reports.scores import gate_lines, ratio_text
+from replay.reports.scores import counts_text, gate_lines, range_text, ratio_text, ratio_with_range, unstable_claims
 
 CHART_WIDTH, CHART_HEIGHT = 640, 340
 _LEFT, _RIGHT, _TOP, _BOTTOM = 56, 150, 16, 44
@@ -39,13 +41,40 @@ def _scores_table(b: Bakeoff) -> str:
     for i, v in enumerate(b.versions):
         s = v.scores
         batch = " (batch)" if v.run.manifest.batch_ids is not None else ""
-        cells = [ratio_text(s.precision), ratio_text(s.recall), ratio_text(s.f1), ratio_text(s.accuracy),
+        k = s.samples
+        cells = [ratio_with_range(s.precision, s.precision_range, k), ratio_with_range(s.recall, s.recall_range, k),
+                 ratio_with_range(s.f1, s.f1_range, k), ratio_with_range(s.accuracy, s.accuracy_range, k),
                  s.tp, s.fp, s.fn, s.tn, s.no_verdict, format_usd(v.cost_usd) + batch]
         rows.append(f"<tr><td>{_e(v.prompt)} ({_role(i)})</td><td class=\"l\">{_e(v.label)}</td>"
                     f"<td class=\"l\">{_e(v.run.manifest.model)}</td>" + "".join(f"<td>{_e(c)}</td>" for c in cells)
                     + "</tr>")
     rows.append("</table>")
     return "\n".join(rows)
+
+
+def _samples_section(b: Bakeoff) -> str:
+    """Each version's samples per claim and its unstable claims with their verdict counts ("" when every
+    version was judged once)."""
+    if all(v.scores.samples < 2 for v in b.versions):
+        return ""
+    out = ['<section id="samples"><h2>Samples and unstable claims</h2><p class="meta">P, R, F1 and accuracy '
+           "above are means over a version's samples, [min–max] beside them; TP to TN count the majority "
+           "verdicts. A claim is unstable when its samples gave more than one verdict (a missing one counts).</p>"]
+    for v in b.versions:
+        s = v.scores
+        if s.samples < 2:
+            out.append(f"<p><b>{_e(v.prompt)}</b> ({_e(v.label)}): 1 sample per claim, model noise not measured</p>")
+            continue
+        out.append(f"<p><b>{_e(v.prompt)}</b> ({_e(v.label)}): {s.samples} samples per claim, "
+                   f"{s.unstable} unstable claim{'' if s.unstable == 1 else 's'}</p>")
+        rows = "".join(f'<tr><td class="l">{_e(c.file)}</td><td class="l">{_e(c.id)}</td>'
+                       f'<td class="l">{_e(c.verdict or "none")}</td><td class="l">{_e(counts_text(c.verdicts))}</td></tr>'
+                       for c in unstable_claims(s))
+        if rows:
+            out.append('<table class="scores unstable"><tr><th class=l>file</th><th class=l>claim</th>'
+                       f"<th class=l>majority</th><th class=l>verdicts of the samples</th></tr>{rows}</table>")
+    out.append("</section>")
+    return "\n".join(out)
 
 
 def _ticks(top: float) -> list[float]:
@@ -90,13 +119,15 @@ def cost_chart(versions: list[Version]) -> str:
         p, r = v.scores.precision, v.scores.recall
         name = _e(v.prompt)
         parts.append(f'<g class="version" data-prompt="{name}">')
-        if p is not None and r is not None:
+        if v.scores.samples > 1:
+            parts += _ranges(v, cx, colour, y)
+        elif p is not None and r is not None:
             parts.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(p):.1f}" y2="{y(r):.1f}" stroke="{colour}" '
                          'stroke-dasharray="3 3"/>')
-        if p is not None:
+        if p is not None and v.scores.samples < 2:
             parts.append(f'<circle class="precision" cx="{cx:.1f}" cy="{y(p):.1f}" r="6" fill="{colour}">'
                          f"<title>{name}: precision {ratio_text(p)} at {_e(format_usd(v.cost_usd))}</title></circle>")
-        if r is not None:
+        if r is not None and v.scores.samples < 2:
             parts.append(f'<rect class="recall" x="{cx - 5:.1f}" y="{y(r) - 5:.1f}" width="10" height="10" '
                          f'fill="none" stroke="{colour}" stroke-width="2.5"><title>{name}: recall {ratio_text(r)} '
                          f"at {_e(format_usd(v.cost_usd))}</title></rect>")
@@ -110,11 +141,33 @@ def cost_chart(versions: list[Version]) -> str:
                  f'stroke-width="2.5"/><text x="{legend_x + 12}" y="{_TOP + 36}">recall</text>')
     parts.append("</svg>")
     caption = "Precision (circle) and recall (square) of each prompt version against what its run cost."
+    if any(v.scores.samples > 1 for v in plotted):
+        caption += (" A version judged several times per claim shows each as a bar from its lowest to its highest "
+                    "sample (precision filled, left; recall outlined, right), marked at the mean.")
     if left_out:
         caption += " Not plotted: " + ", ".join(
             f"{v.prompt} ({'cost unknown' if v.cost_usd is None else 'precision and recall undefined'})"
             for v in left_out) + "."
     return "<figure>" + "".join(parts) + f'<figcaption class="meta">{_e(caption)}</figcaption></figure>'
+
+
+def _ranges(v: Version, cx: float, colour: str, y: Callable[[float], float]) -> list[str]:
+    """A version with samples: precision and recall each as a bar over its range across the samples (filled
+    left of the version's cost, outlined right of it), with a line across at the mean."""
+    out = []
+    s, name, cost = v.scores, _e(v.prompt), _e(format_usd(v.cost_usd))
+    for kind, mean, span, x0, style in (
+            ("precision", s.precision, s.precision_range, cx - 9, f'fill="{colour}" fill-opacity="0.45"'),
+            ("recall", s.recall, s.recall_range, cx + 2, f'fill="none" stroke="{colour}" stroke-width="2"')):
+        if mean is None or span is None:
+            continue
+        top, bottom = y(span[1]), y(span[0])
+        out.append(f'<rect class="{kind} range" x="{x0:.1f}" y="{top:.1f}" width="7" height="{max(bottom - top, 1.0):.1f}" '
+                   f'{style}><title>{name}: {kind} {ratio_text(mean)} (mean of {s.samples} samples, '
+                   f"{range_text(span)}) at {cost}</title></rect>"
+                   f'<line class="{kind} mean" x1="{x0 - 2:.1f}" x2="{x0 + 9:.1f}" y1="{y(mean):.1f}" y2="{y(mean):.1f}" '
+                   f'stroke="{colour}" stroke-width="2.5"/>')
+    return out
 
 
 def _gate_section(n: int, g: GateReport) -> str:
@@ -174,7 +227,8 @@ def render_html(b: Bakeoff, cost_note: str) -> str:
     body.append(f'<p class="meta">gold set {_e(display_path(b.gold_path))}'
                 + (f" ({_e(b.gold.name)})" if b.gold.name else "") + f", {len(b.gold.items)} claims</p></header><main>")
     body += ["<h2>Prompt versions</h2>", _scores_table(b), f'<p class="meta">{_e(cost_note)}</p>',
-             "<h2>Precision and recall against cost</h2>", cost_chart(b.versions)]
+             *filter(None, [_samples_section(b)]), "<h2>Precision and recall against cost</h2>",
+             cost_chart(b.versions)]
     for n, g in enumerate(b.gates, 1):
         body += [_gate_section(n, g), _flips_section(n, g)]
     body.append("</main>")

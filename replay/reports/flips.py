@@ -7,10 +7,12 @@ from collections.abc import Callable, Iterable, Iterator
 
 from rich.console import Console
 from rich.markup import escape as rich_escape
+from rich.text import Text
 
 from replay.core.display import printable
 from replay.core.flips.causes import shown_verdict
 from replay.files.json_text import model_json_pieces
+from replay.reports.fit import PIPED_WIDTH, wrap_command
 from replay.reports.plain_table import PRINTED_LINES, LinePrinter
 from replay.schema.flip_evidence import RunTexts, Side
 from replay.schema.flips import Flip, FlipReport
@@ -89,7 +91,7 @@ def _controlled_lines(report: FlipReport) -> list[str]:
     return out
 
 
-def render_text(report: FlipReport, *, color: bool = False, width: int = 110) -> str:
+def render_text(report: FlipReport, *, color: bool = False, width: int | None = PIPED_WIDTH) -> str:
     out = io.StringIO()
     write_text(report, out.write, color=color, width=width)
     return out.getvalue()
@@ -108,29 +110,31 @@ class _Handed(io.StringIO):
         return len(text)
 
 
-def write_text(report: FlipReport, write: Callable[[str], object], *, color: bool = False, width: int = 110) -> None:
+def write_text(report: FlipReport, write: Callable[[str], object], *, color: bool = False,
+               width: int | None = PIPED_WIDTH) -> None:
     """`render_text`'s characters, handed to `write` a few hundred lines at a time as they are laid out
-    (a report of thousands of flips is never held whole)."""
+    (a report of thousands of flips is never held whole). `width`: the columns to fit (None: the terminal's);
+    long lines wrap at words, commands with `\\` continuations."""
     console = Console(file=_Handed(write), width=width, force_terminal=color, no_color=not color, highlight=False,
                       color_system="standard" if color else None)
     lines = LinePrinter(console)
     for note in report.notes:
-        lines.print(f"[bold yellow]{_t(note)}[/]", soft_wrap=True)
-    lines.print(f"[bold]judge-replay diff[/]  {_t(report.run_a)} → {_t(report.run_b)}", soft_wrap=True)
+        lines.print(f"[bold yellow]{_t(note)}[/]", hang=2)
+    lines.print(f"[bold]judge-replay diff[/]  {_t(report.run_a)} → {_t(report.run_b)}", hang=2)
     if _prompt_line(report):
-        lines.print("  " + _t(_prompt_line(report)))
+        lines.print("  " + _t(_prompt_line(report)), hang=4)
     if report.controlled_runs:
         lines.print("  other runs used to tell the causes apart:")
         for line in _controlled_lines(report):
-            lines.print("    " + _t(line), soft_wrap=True)
+            lines.print("    " + _t(line), hang=6)
     for cause, flips in by_cause(report):
         lines.print()
-        lines.print(f"[bold]{cause}[/] ({len(flips)}): {CAUSE_TITLES[cause]}")
+        lines.print(f"[bold]{cause}[/] ({len(flips)}): {CAUSE_TITLES[cause]}", hang=2)
         for f in flips:
             gold = f"  [dim]{_t(_gold(f))}[/]" if f.gold else ""
             lines.print(f"  {_t(f.file)} [bold]{_t(f.id)}[/]  "
-                          f"{shown_verdict(f.verdict_a)} → {shown_verdict(f.verdict_b)}{gold}")
-            lines.print(f"      {_t(f.summary)}", soft_wrap=True)
+                        f"{shown_verdict(f.verdict_a)} → {shown_verdict(f.verdict_b)}{gold}", hang=4)
+            lines.print(f"      {_t(f.summary)}", hang=6)
     if report.held_despite_page_change:
         lines.print()
         lines.print(f"[bold]held despite a page change[/] ({len(report.held_despite_page_change)})")
@@ -140,22 +144,22 @@ def write_text(report: FlipReport, write: Callable[[str], object], *, color: boo
                 elsewhere[h.url] = elsewhere.get(h.url, 0) + 1
                 continue
             lines.print(f"  {_t(h.file)} {_t(h.id)}  {h.verdict}  "
-                          f"({_t(h.url)}: {_t(h.where)})", soft_wrap=True)
+                        f"({_t(h.url)}: {_t(h.where)})", hang=4)
         for url, n in sorted(elsewhere.items()):
-            lines.print(f"  {n} claim(s) on {_t(url)}: the page changed away from their values and quotes",
-                          soft_wrap=True)
+            lines.print(f"  {n} claim(s) on {_t(url)}: the page changed away from their values and quotes", hang=4)
     if report.unpaired:
         lines.print()
         lines.print(f"[bold]unpaired[/] ({len(report.unpaired)})")
         for u in report.unpaired:
-            lines.print(f"  {_t(u.file)} {_t(u.id)}  only in {u.only_in.upper()}")
+            lines.print(f"  {_t(u.file)} {_t(u.id)}  only in {u.only_in.upper()}", hang=4)
     if report.confirm_commands:
         lines.print()
         lines.print("[bold]to confirm causes, record the missing controlled runs:[/]")
         for cmd in report.confirm_commands:
-            lines.print("  " + _t(cmd), soft_wrap=True)
+            for line in wrap_command(printable(cmd), console.width, indent=2):
+                lines.print_text(Text(line))
     lines.print()
-    lines.print(_counts_line(report))
+    lines.print(_counts_line(report), hang=2)
     lines.flush()
 
 

@@ -76,7 +76,7 @@ def _covered(console: Console, table: Table) -> bool:
             or tuple(table.padding) != _PADDING):
         return False
     rows = len(table.rows)
-    return all(c.width is None and c.vertical in ("top", "middle", "bottom") and len(c._cells) == rows
+    return all(c.vertical in ("top", "middle", "bottom") and len(c._cells) == rows
                for c in table.columns)
 
 
@@ -113,6 +113,8 @@ def _column_range(naturals: set[tuple[int, int]], column: Column, max_width: int
     if max_width < 1:
         return Measurement(0, 0)
     pad = _PADDING[1] + _PADDING[3]
+    if column.width is not None:  # a fixed width
+        return Measurement(column.width + pad, column.width + pad).with_maximum(max_width)
     minimums, maximums = [], []
     for natural in naturals:
         if max_width - pad < 1:
@@ -384,7 +386,19 @@ class LinePrinter:
         self.plain = shows_no_style(console)
         self.pending: list[str] = []
 
-    def print(self, markup: str = "", *, soft_wrap: bool = False) -> None:
+    def print(self, markup: str = "", *, soft_wrap: bool = False, hang: int | None = None) -> None:
+        """Print one line of markup. `hang`: a line wider than the console is wrapped at words, the lines
+        after its first indented by `hang` spaces (its first keeps its own indent)."""
+        if hang is not None and not soft_wrap:
+            parsed = Text.from_markup(markup)
+            if "\n" not in parsed.plain and cell_len(parsed.plain) > self.console.width:
+                indent = len(parsed.plain) - len(parsed.plain.lstrip(" "))
+                body = parsed[indent:]
+                room = max(1, self.console.width - max(indent, hang))
+                for i, line in enumerate(body.wrap(self.console, room, overflow="fold")):
+                    line.rstrip()
+                    self.print_text(Text(" " * (indent if i == 0 else hang)) + line)
+                return
         if self.plain:
             text = Text.from_markup(markup).plain
             if ("\n" not in text and not _OUTSIDE_FAST_LINES.search(text) and not any(j in text for j in _JOINERS)
@@ -395,6 +409,16 @@ class LinePrinter:
                 return
         self.flush()
         self.console.print(markup, soft_wrap=soft_wrap)
+
+    def print_text(self, text: Text) -> None:
+        """A line already laid out to the console's width (no markup read, nothing wrapped)."""
+        if self.plain:
+            self.pending.append(text.plain)
+            if len(self.pending) >= PRINTED_LINES:
+                self.flush()
+            return
+        self.flush()
+        self.console.print(text, soft_wrap=True)
 
     def flush(self) -> None:
         if self.pending:

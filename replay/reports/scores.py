@@ -9,7 +9,7 @@ from replay.core.display import MAX_LISTED, listed
 from replay.core.grading import NO_VERDICT
 from replay.reports.tables import TextTable
 from replay.schema.common import VERDICTS
-from replay.schema.scores import ClaimError, GateDecision, Scores
+from replay.schema.scores import ClaimError, ClaimSamples, GateDecision, ModelNoise, Scores, VerdictCounts
 
 
 def ratio_text(value: float | None, digits: int = 3) -> str:
@@ -17,14 +17,55 @@ def ratio_text(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def range_text(span: tuple[float, float] | None, digits: int = 3) -> str:
+    """A ratio's range over samples: `0.500–1.000` (`n/a` when no sample defines it)."""
+    return "n/a" if span is None else f"{span[0]:.{digits}f}–{span[1]:.{digits}f}"
+
+
+def ratio_with_range(value: float | None, span: tuple[float, float] | None, samples: int, digits: int = 3) -> str:
+    """A ratio, and for a run with samples its mean with the range over them: `0.750 [0.500–1.000]`."""
+    text = ratio_text(value, digits)
+    return text if samples < 2 or span is None else f"{text} [{range_text(span, digits)}]"
+
+
 def headline(scores: Scores) -> str:
-    """One line of a version's scores."""
-    return (
-        f"P {ratio_text(scores.precision)}  R {ratio_text(scores.recall)}  F1 {ratio_text(scores.f1)}  "
-        f"accuracy {ratio_text(scores.accuracy)}  |  TP {scores.tp}  FP {scores.fp}  FN {scores.fn}  "
-        f"TN {scores.tn}  no verdict {scores.no_verdict}  |  graded {scores.graded}  "
+    """One line of a version's scores (with K samples: means with their ranges, and the samples' counts)."""
+    k = scores.samples
+    counts = "majority verdicts: " if k > 1 else ""
+    line = (
+        f"P {ratio_with_range(scores.precision, scores.precision_range, k)}  "
+        f"R {ratio_with_range(scores.recall, scores.recall_range, k)}  "
+        f"F1 {ratio_with_range(scores.f1, scores.f1_range, k)}  "
+        f"accuracy {ratio_with_range(scores.accuracy, scores.accuracy_range, k)}  |  {counts}TP {scores.tp}  "
+        f"FP {scores.fp}  FN {scores.fn}  TN {scores.tn}  no verdict {scores.no_verdict}  |  graded {scores.graded}  "
         f"quotes not verified {scores.quote_unverified}"
     )
+    if k > 1:
+        line += (f"  |  {k} samples per claim (P, R, F1, accuracy: mean [min–max]), {scores.unstable} unstable "
+                 f"claim{'' if scores.unstable == 1 else 's'}, {scores.sample_no_verdict} sample verdicts missing")
+    return line
+
+
+def counts_text(counts: VerdictCounts) -> str:
+    """A claim's verdict counts over its samples, the verdicts given only: `not_grounded 2, grounded 1`."""
+    given = [(name, n) for name, n in counts.model_dump().items() if n]
+    return ", ".join(f"{'no verdict' if name == NO_VERDICT else name} {n}" for name, n in given)
+
+
+def unstable_claims(scores: Scores) -> list[ClaimSamples]:
+    return [c for c in scores.claims if not c.stable]
+
+
+def unstable_heading(scores: Scores) -> str:
+    return (f"{scores.unstable} unstable claim(s): their {scores.samples} samples gave more than one verdict "
+            "(a missing verdict counts as one)")
+
+
+def unstable_lines(scores: Scores) -> list[str]:
+    """The unstable claims, one line each: `file:id — majority v; verdict n, verdict n` (raw data)."""
+    lines = [f"{c.file}:{c.id} — majority {c.verdict or 'none'}; {counts_text(c.verdicts)}" for c in unstable_claims(scores)]
+    return lines[:MAX_LISTED] + ([f"... and {len(lines) - MAX_LISTED:,} more (--json lists every claim)"]
+                                 if len(lines) > MAX_LISTED else [])
 
 
 def confusion_table(scores: Scores) -> TextTable:
@@ -110,4 +151,27 @@ def gate_lines(decision: GateDecision) -> list[str]:
         f"{delta('ΔR', decision.delta_recall, decision.delta_recall_ci)} "
         f"(paired bootstrap, {decision.bootstrap_resamples} resamples, fixed seed)"
     )
-    return [f"gate: {verdict}", decision.reason, stats, f"within noise: {noise}"]
+    return [f"gate: {verdict}", decision.reason, stats, f"within noise: {noise}", *model_noise_lines(decision.model_noise)]
+
+
+def model_noise_lines(noise: ModelNoise) -> list[str]:
+    """What the gate measured of the model's own noise, and what would settle an unstable decision."""
+    ks = noise.samples
+    per_side = f"{ks.get('baseline', 1)} baseline, {ks.get('candidate', 1)} candidate"
+    if not noise.measured:
+        return ["model noise: not measured (one sample per claim on each side; record more with "
+                "`judge --add-samples N --run DIR` to measure it)"]
+    if noise.stability is None:
+        return [f"model noise: not measured (samples per claim: {per_side}): the gate made no comparison"]
+    lines = [f"model noise: the decision holds in {noise.stability:.1%} of {noise.resamples} resamples of the "
+             f"judge's samples (samples per claim: {per_side}; {noise.required:.0%} needed)"]
+    if noise.settle:
+        when = (f"projected stable at {noise.settle_samples} samples per claim on each side"
+                if noise.settle_samples is not None
+                else "not projected to settle within 20 samples per side: the versions may be within model noise")
+        cost = ("cost unknown (a model without a price, or results outside a run)" if noise.settle_cost_usd is None
+                else f"estimated cost ${noise.settle_cost_usd:.2f} (the recorded cost per sample at current prices: "
+                     "an estimate)")
+        lines.append(f"to settle it ({when}; {cost}):")
+        lines += [f"  {command}" for command in noise.settle]
+    return lines

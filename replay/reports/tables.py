@@ -14,19 +14,29 @@ from rich.table import Table
 from rich.text import Text
 
 from replay.core.display import printable
+from replay.reports.fit import column_groups, column_needs, output_width, spread, wrap_command, wrap_words
 from replay.reports.markdown import markdown_cell, markdown_text
 from replay.reports.plain_table import PRINTED_LINES, Prerendered, plain_panel, plain_table_lines, shows_no_style
 
-REPORT_WIDTH = 160
-"""Terminal width assumed when the output is not a terminal (pipes, files, CI logs)."""
-
-
 def console_for(file: TextIO | None = None) -> Console:
-    """A console on `file` (default stdout): full width on a terminal, 160 columns and no colour elsewhere."""
+    """A console on `file` (default stdout): the terminal's width on a terminal; elsewhere COLUMNS, else 80
+    columns (`fit.output_width`), and no colour."""
     out = file or sys.stdout
     tty = out.isatty()
-    return Console(file=out, width=None if tty else REPORT_WIDTH, no_color=not tty, highlight=False,
-                   soft_wrap=True)
+    return Console(file=out, width=output_width(out), no_color=not tty, highlight=False, soft_wrap=True)
+
+
+def print_wrapped(console: Console, text: str, style: str = "", *, indent: int = 0, hang: int | None = None) -> None:
+    """A line of data (shown through `printable`) wrapped at words to the console's width, the first line
+    indented by `indent`, the rest by `hang` (default indent + 2)."""
+    for line in wrap_words(printable(text), console.width, indent=indent, hang=hang):
+        console.print(Text(line, style=style), soft_wrap=True)
+
+
+def print_command(console: Console, command: str, *, indent: int = 2) -> None:
+    """A shell command wrapped to the console's width with `\\` continuations: it still pastes as one."""
+    for line in wrap_command(printable(command), console.width, indent=indent):
+        console.print(Text(line), soft_wrap=True)
 
 
 @dataclass
@@ -102,14 +112,46 @@ class TextTable:
     right_from: int = 1
     """Columns from this index on are right-aligned (numbers)."""
 
-    def rich(self) -> Table:
-        """The terminal table; every cell is data, shown through `printable`."""
+    def rich(self, widths: Sequence[int] | None = None) -> Table:
+        """The terminal table; every cell is data, shown through `printable`. `widths`: each column's text
+        width (`fit.spread`), else rich sizes them."""
         table = Table(title=escape(printable(self.title)), title_justify="left", title_style="bold")
         for i, name in enumerate(self.columns):
-            table.add_column(escape(printable(name)), justify="right" if i >= self.right_from else "left")
+            table.add_column(escape(printable(name)), justify="right" if i >= self.right_from else "left",
+                             width=None if widths is None else widths[i])
         for row in self.rows:
             table.add_row(*(Text(printable(c)) for c in row))
         return table
+
+    def print(self, console: Console) -> None:
+        """Print the table fitted to the console's width, no number or word cut: as it is when it fits; else
+        with its columns narrowed (text wraps at words); else as several tables, each repeating the first
+        column; else, when not even two columns fit side by side, one block per row (`stacked_lines`)."""
+        cells = [[self.columns[i], *(row[i] for row in self.rows)] for i in range(len(self.columns))]
+        needs = column_needs([[printable(c) for c in column] for column in cells])
+        groups = column_groups(needs, console.width)
+        if groups is None:
+            if self.title:
+                print_wrapped(console, self.title, "bold")
+            for line in self.stacked_lines(console.width):
+                console.print(Text(line), soft_wrap=True)
+            return
+        for n, group in enumerate(groups):
+            part = TextTable(self.title if n == 0 else f"{self.title} (continued)" if self.title else "",
+                             [self.columns[i] for i in group], [[row[i] for i in group] for row in self.rows],
+                             right_from=sum(1 for i in group if i < self.right_from))
+            widths = spread([needs[i] for i in group], console.width)
+            natural = widths == [needs[i].natural for i in group]
+            print_table(console, part.rich(None if natural else widths), soft_wrap=False)
+
+    def stacked_lines(self, width: int) -> list[str]:
+        """The table as one block per row: its first cell, then `column: value` for the others, wrapped."""
+        out = []
+        for row in self.rows:
+            out += wrap_words(printable(row[0]), width, indent=0, hang=2)
+            for name, value in zip(self.columns[1:], row[1:]):
+                out += wrap_words(printable(f"{name}: {value}"), width, indent=2, hang=4)
+        return out
 
     def markdown(self) -> str:
         """The markdown table; every cell is data, escaped by `markdown_cell`."""

@@ -22,7 +22,7 @@ from replay.errors import InputError, ReplayError
 from replay.files.inputs import load_claims_batch, read_json, reading_error, validate
 from replay.files.results import load_compact_results, load_results
 from replay.learn.wire import FETCH_TOOL, no_page_reason
-from replay.runs.names import _check_cassette_names, cassette_name, in_folder
+from replay.runs.names import _check_cassette_names, in_folder, sample_cassette_name
 from replay.schema.claims import Claim, as_judged
 from replay.schema.manifest import ClaimsFileEntry, RunManifest
 from replay.schema.pages import PageVersion
@@ -92,14 +92,18 @@ class Run:
             out.setdefault(entry.file, []).append(entry)
         return out
 
-    def cassette_path(self, claims_file: str) -> Path:
+    def cassette_path(self, claims_file: str, sample: int = 1) -> Path:
+        """The cassette of a claims file's conversation (with samples: of sample `sample`, 1 to K)."""
         for entry in self._entries.get(claims_file, ()):
-            return in_folder(self.path, entry.cassette)
-        return in_folder(self.path, cassette_name(claims_file))
+            names = entry.cassettes
+            return in_folder(self.path, names[sample - 1] if sample <= len(names) else
+                             sample_cassette_name(claims_file, sample))
+        return in_folder(self.path, sample_cassette_name(claims_file, sample))
 
     def missing_cassettes(self) -> list[str]:
-        """The claims files of the manifest whose cassette is not in the run folder."""
-        return [entry.file for entry in self.manifest.claims if not self.cassette_path(entry.file).is_file()]
+        """The claims files of the manifest with a cassette (of any sample) not in the run folder."""
+        return [entry.file for entry in self.manifest.claims
+                if not all(in_folder(self.path, name).is_file() for name in entry.cassettes)]
 
     @cached_property
     def _batches(self) -> dict[str, tuple[Claim, ...] | None]:

@@ -57,13 +57,29 @@ def cassette_name(claims_file: str) -> str:
     return f"{readable or 'claims'}~{digest}{CASSETTE_SUFFIX}"
 
 
+def sample_cassette_name(claims_file: str, sample: int) -> str:
+    """The cassette of sample `sample` (1, 2, ...) of a claims file: sample 1's is `cassette_name`'s (so a
+    run of one sample, or one grown by more samples, renames nothing), sample k's is that name with
+    `.sample-<k>` before `.yaml`: `docs_a.md.yaml`, `docs_a.md.sample-2.yaml`."""
+    name = cassette_name(claims_file)
+    if sample == 1:
+        return name
+    return f"{name[: -len(CASSETTE_SUFFIX)]}.sample-{sample}{CASSETTE_SUFFIX}"
+
+
+def conversation_label(claims_file: str, sample: int) -> str:
+    """How messages name one conversation: its claims file, and with samples the sample (`docs/a.md (sample 2)`)."""
+    return claims_file if sample == 1 else f"{claims_file} (sample {sample})"
+
+
 def _check_cassette_names(manifest: RunManifest, path: Path) -> None:
     """Every cassette a manifest names is a plain file name inside its run folder."""
     for entry in manifest.claims:
-        name = entry.cassette
-        if (not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name
-                or Path(name).is_absolute() or ":" in name):
-            raise InputError(path, f"claims entry {entry.file!r}: cassette {name!r} is not a file name inside the run folder")
-        if len(name.encode("utf-8", "surrogatepass")) > MAX_FILE_NAME_BYTES:
-            raise InputError(path, f"claims entry {entry.file[:60]!r}: cassette name {name[:40]!r}… is longer than a "
-                                   f"file name may be ({MAX_FILE_NAME_BYTES} bytes)")
+        for name in entry.cassettes:
+            if (not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name
+                    or Path(name).is_absolute() or ":" in name):
+                raise InputError(path, f"claims entry {entry.file!r}: cassette {name!r} is not a file name inside the "
+                                       "run folder")
+            if len(name.encode("utf-8", "surrogatepass")) > MAX_FILE_NAME_BYTES:
+                raise InputError(path, f"claims entry {entry.file[:60]!r}: cassette name {name[:40]!r}… is longer "
+                                       f"than a file name may be ({MAX_FILE_NAME_BYTES} bytes)")

@@ -1,4 +1,5 @@
-"""The page store: every recorded version of every Learn page, content-addressed on disk (diskcache).
+"""The page store: every recorded version of every Learn page, content-addressed on disk (diskcache,
+through `store_disk.DataDisk`: JSON and bytes only, so a store from anywhere is data, never code).
 
 Keys in the cache:
 
@@ -43,6 +44,7 @@ from replay.errors import InputError, SystemFailed, UsageError, debugging
 from replay.files.paths import display_path
 from replay.learn.wire import FETCH_TOOL, no_page_reason
 from replay.runs.folder import MANIFEST, Run, find_runs
+from replay.runs.store_disk import DamagedValue, DataDisk
 from replay.schema.pages import NoPage
 from replay.settings import project_root, setting_path
 from replay.urls import normalise_learn_url
@@ -140,7 +142,7 @@ def _store_errors(method: _Method) -> _Method:
             if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _SYSTEM_FAILURES:
                 raise SystemFailed(message) from exc  # as an OSError of a full disk is said: exit 1
             raise UsageError(message) from exc
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, DamagedValue) as exc:
             raise self._damaged(exc) from exc
 
     return checked  # type: ignore[return-value]
@@ -166,7 +168,8 @@ class PageStore:
         self.folder = Path(folder)
         if self.folder.exists() and not self.folder.is_dir():
             raise InputError(self.folder, "is a file, not a page store folder (--store / [tool.judge-replay] page-store)")
-        self._cache = diskcache.Cache(str(self.folder), eviction_policy="none")  # a version once recorded stays
+        self._cache = diskcache.Cache(str(self.folder), eviction_policy="none",  # a version once recorded stays
+                                      disk=DataDisk)  # JSON and bytes only: no pickle, no value files
 
     def _damaged(self, exc: BaseException) -> InputError:
         """What a damaged store is said as, `exc` saying how the damage showed."""
@@ -181,7 +184,7 @@ class PageStore:
             value = self._cache.get(key)
         except (diskcache.Timeout, OSError, sqlite3.Error):
             raise  # `_store_errors` says what they mean
-        except Exception as exc:  # unpickling damaged bytes raises nearly anything
+        except DamagedValue as exc:  # a row this store's disk did not write: never unpickled
             raise self._damaged(exc) from exc
         if value is not None and not shaped(value):
             raise self._damaged(ValueError(f"{key}: not a value the store writes there"))

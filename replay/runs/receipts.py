@@ -45,7 +45,7 @@ from replay.core.prompts import Prompt
 from replay.errors import ReplayError
 from replay.files.atomic import atomic_write_text
 from replay.runs.folder import MANIFEST, RESULTS, Run
-from replay.runs.names import cassette_name
+from replay.runs.names import sample_cassette_name
 from replay.schema.results import FileResult, HeldFiles
 from replay.secrets.registry import contains_secret, known, longest_secret_form
 from replay.settings import project_root
@@ -172,9 +172,10 @@ def receipt_for(run: Run, prompt: Prompt, batches: Sequence[tuple[Path, _OfFile]
                  ("prompt", prompt.text.encode("utf-8", "surrogatepass"))]
         if not (all(add(label, data) for label, data in fixed) and all(add_file(name, run.path / name) for name in (MANIFEST, RESULTS))):
             return None
+        samples = run.manifest.sample_count
         for path, batch in batches:
-            cassette = run.path / cassette_name(batch.file)
-            if not (add("claims " + str(path.resolve()), path.read_bytes()) and add_cassette(cassette)):
+            cassettes = [run.path / sample_cassette_name(batch.file, k) for k in range(1, samples + 1)]
+            if not (add("claims " + str(path.resolve()), path.read_bytes()) and all(map(add_cassette, cassettes))):
                 return None
     except OSError:
         return None

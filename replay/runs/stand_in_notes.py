@@ -10,6 +10,9 @@ from replay.schema.results import ResultsFile
 
 STAND_IN_JUDGE_NOTE = "runs used the local stand-in judge (test equipment), not Claude"
 STAND_IN_LEARN_NOTE = "pages came from the local Learn stand-in (test equipment), not learn.microsoft.com"
+SIMULATED_NOTE = "the model stand-in simulated model noise on close calls"
+SERVICES = ("learn", "model")
+"""The services a run's `stand_ins` names; anything else there is a stand-in's note (`sim model --noise`)."""
 
 
 def stand_in_notes(runs: list[Run]) -> list[str]:
@@ -25,6 +28,9 @@ def stand_in_notes_for(sources: list[tuple[str, list[str] | None]]) -> list[str]
         names = [label for label, stand_ins in sources if stand_ins and service in stand_ins]
         if names:
             notes.append(f"{note}: {', '.join(names)}")
+    for note in sorted({n for _, stand_ins in sources for n in stand_ins or [] if n not in SERVICES}):
+        names = [label for label, stand_ins in sources if stand_ins and note in stand_ins]
+        notes.append(f"{SIMULATED_NOTE} ({note}): {', '.join(names)}")
     unknown = [label for label, stand_ins in sources if stand_ins is None]
     if unknown:
         notes.append(f"cannot tell whether {', '.join(unknown)} came from the real services or the local "

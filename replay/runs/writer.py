@@ -7,12 +7,12 @@
 Layout, beside the run (`<parent>/.judge-replay-staging/`, never a run itself: it holds no run.json, so
 every reader that looks for runs passes it by):
 
-- `<name>.lock`: the lock, `fcntl.flock` on an open file, so a killed process never leaves it stuck (the
+- `locks/<name>`: the lock, `fcntl.flock` on an open file, so a killed process never leaves it stuck (the
   kernel drops the lock with the process). The holder removes the file when it is done; a taker checks
   that the file it locked is still the one at that path (the usual lock-file protocol).
-- `<name>/`: the staging folder the recording writes into. Leftovers of a killed recording are removed
+- `staging/<name>/`: the staging folder the recording writes into. Leftovers of a killed recording are removed
   by the next one.
-- `<name>.previous/`: only when the filesystem cannot exchange two folders atomically (Linux's
+- `previous/<name>/`: only when the filesystem cannot exchange two folders atomically (Linux's
   `renameat2(RENAME_EXCHANGE)`): the old run moved aside for the moment between the two renames. The
   next access finishes or undoes that swap (`recover`).
 
@@ -38,11 +38,15 @@ from pathlib import Path
 from types import TracebackType
 
 from replay.cassettes.cassette import CASSETTE_SUFFIX
+from replay.core.display import one_line
 from replay.errors import UsageError
 from replay.files.atomic import atomic_write_text
 from replay.files.paths import display_path, os_error_about
 
 STAGING_FOLDER = ".judge-replay-staging"
+STAGED, LOCKS, PREVIOUS = "staging", "locks", "previous"
+"""The staging area's folders, one per kind of thing kept per run (a run folder's name is one path part,
+so no run name makes one run's lock, staging folder or old run another's: see the module docstring)."""
 RUN_FILES = ("run.json", "results.json", "prompt.md")
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -66,8 +70,8 @@ class RunFolderWriter:
             raise UsageError(f"--run {run}: a run folder cannot be inside a {STAGING_FOLDER} folder (where "
                              "recordings are staged); choose another --run folder")
         self.area = self.run.parent / STAGING_FOLDER
-        self.staging = self.area / self.run.name
-        self._lock_path = self.area / f"{self.run.name}.lock"
+        self.staging = self.area / STAGED / self.run.name
+        self._lock_path = self.area / LOCKS / self.run.name
         self._lock_fd: int | None = None
         self.committed = False
 
@@ -98,7 +102,7 @@ class RunFolderWriter:
         """Replace the run by the staging folder, as one step where the filesystem allows it, once no one
         reads the old run (`reading`)."""
         with folder_lock(self.run, fcntl.LOCK_EX):
-            _swap_in(self.staging, self.run, self.area / f"{self.run.name}.previous")  # a kill: `_recover` finishes it
+            _swap_in(self.staging, self.run, _previous(self.area, self.run))  # a kill: `_recover` finishes it
         self.committed = True
 
     # ------------------------------------------------------------------ the lock
@@ -106,7 +110,8 @@ class RunFolderWriter:
     def _lock(self) -> None:
         for _ in range(10):
             try:
-                self.area.mkdir(parents=True, exist_ok=True)
+                for part in (STAGED, LOCKS):
+                    (self.area / part).mkdir(parents=True, exist_ok=True)
                 fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
             except FileNotFoundError:
                 continue  # the area was removed by a recording that just finished: make it again
@@ -140,10 +145,20 @@ class RunFolderWriter:
         finally:
             os.close(self._lock_fd)
             self._lock_fd = None
+        _tidy(self.area)
+
+
+def _tidy(area: Path) -> None:
+    """Remove the staging area's folders, and the area, when nothing else is in them."""
+    for folder in (area / STAGED, area / LOCKS, area / PREVIOUS, area):
         try:
-            self.area.rmdir()  # only when nothing else is in it
+            folder.rmdir()
         except OSError:
             pass
+
+
+def _previous(area: Path, run: Path) -> Path:
+    return area / PREVIOUS / run.name
 
 
 @contextmanager
@@ -236,10 +251,11 @@ def recover(run: Path) -> None:
     unless a recording into `run` holds the lock right now."""
     run = Path(os.path.realpath(run))
     area = run.parent / STAGING_FOLDER
-    if not (area / f"{run.name}.previous").exists():
+    if not _previous(area, run).exists():
         return
-    lock_path = area / f"{run.name}.lock"
+    lock_path = area / LOCKS / run.name
     try:
+        lock_path.parent.mkdir(exist_ok=True)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError:
         return
@@ -256,11 +272,11 @@ def recover(run: Path) -> None:
 
 
 def _recover(run: Path, area: Path) -> None:
-    previous = area / f"{run.name}.previous"
+    previous = _previous(area, run)
     if not previous.exists():
         return
     if not run.exists():
-        staging = area / run.name
+        staging = area / STAGED / run.name
         complete = (staging / "run.json").is_file()  # run.json is written last: the new run is whole
         os.rename(staging if complete else previous, run)
     if previous.exists():
@@ -292,11 +308,17 @@ def _same_file(fd: int, path: Path) -> bool:
 
 
 def _refuse_foreign_files(run: Path) -> None:
-    """A folder that holds anything but a run's files is not ours to replace."""
+    """A folder that holds anything but a run's files, or anything at all without a run.json (so not a
+    run we wrote), is not ours to replace."""
     if not run.exists():
         return
     if not run.is_dir():
         raise UsageError(f"--run {display_path(run)} is a file, not a folder")
+    held = sorted(p.name for p in run.iterdir())
+    if held and "run.json" not in held:
+        shown = ", ".join(one_line(name) for name in held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+        raise UsageError(f"--run {display_path(run)} is not a run (no run.json) and is not empty (it holds {shown}): "
+                         "a recording replaces the whole folder, so record into a new or empty one")
     foreign = sorted(p.name for p in run.iterdir() if p.name not in RUN_FILES and not p.name.endswith(CASSETTE_SUFFIX))
     if foreign:
         raise UsageError(f"--run {display_path(run)} holds files that are not part of a run ({', '.join(foreign[:3])}): "

@@ -12,7 +12,7 @@ from replay.schema.flips import FlipReport
 from replay.schema.gold import GoldSet
 from replay.schema.manifest import RunManifest
 from replay.schema.results import ResultsFile
-from replay.schema.scores import Scores
+from replay.schema.scores import GateDecision, Scores
 
 # --------------------------------------------------------------------------- JSON schemas
 
@@ -22,6 +22,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "results": ResultsFile,
     "run": RunManifest,
     "grade": Scores,
+    "gate": GateDecision,
     "diff": FlipReport,
     "drift": DriftReport,
 }

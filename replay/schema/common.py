@@ -21,7 +21,7 @@ GOLD_TO_VERDICT: dict[str, Verdict] = {
     "wrong": "not_grounded",
     "unsourced": "source_silent",
 }
-"""SPEC.md's gold-to-verdict map."""
+"""The gold-to-verdict map (docs: Scoring)."""
 
 VERDICTS: tuple[Verdict, ...] = ("grounded", "not_grounded", "source_silent")
 

@@ -292,6 +292,13 @@ class RepeatsEvidence(SparseRecord):
     """Repeats of run A (absent when fewer than two runs)."""
     b: Repeats | Absent = absent()
     """Repeats of run B (absent when fewer than two runs)."""
+    samples_a: Repeats | Absent = absent()
+    """Run A's own samples of the claim (a run judged K >= 2 times): repeats with no sibling run needed;
+    absent for a run judged once."""
+    samples_b: Repeats | Absent = absent()
+    """Run B's own samples of the claim."""
+    unstable: list[Literal["a", "b"]] | Absent = absent()
+    """The sides whose samples gave the claim more than one verdict: a flip on a claim the judge is unsure of."""
 
 
 class Confirmation(DescribedRecord):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from pydantic import BaseModel, field_validator
+from typing import Any
+
+from pydantic import BaseModel, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from replay.schema.common import RunMode
 from replay.urls import split_url
@@ -35,6 +37,13 @@ def endpoint_problem(url: str) -> str | None:
 # --------------------------------------------------------------------------- runs
 
 
+def _without_none(data: dict[str, Any], name: str) -> dict[str, Any]:
+    """A serialised record without the key `name` when it is None (written as before it was kept)."""
+    if isinstance(data, dict) and name in data and data[name] is None:
+        del data[name]
+    return data
+
+
 class ClaimsFileEntry(BaseModel):
     """One claims file of a run."""
 
@@ -47,7 +56,19 @@ class ClaimsFileEntry(BaseModel):
     cassette: str
     """The cassette file name inside the run folder."""
     cost_usd: float | None = None
-    """USD this file's conversation was billed (None: the model has no price)."""
+    """USD this file's conversation was billed (None: the model has no price); with samples, all of them."""
+    sample_cassettes: list[str] | None = None
+    """In a run of K >= 2 samples: the cassettes of samples 2..K, in order (sample 1's is `cassette`);
+    absent for one sample."""
+
+    @model_serializer(mode="wrap")
+    def _samples_absent_when_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), "sample_cassettes")
+
+    @property
+    def cassettes(self) -> list[str]:
+        """Every cassette of this claims file, in sample order."""
+        return [self.cassette, *(self.sample_cassettes or [])]
 
 
 class RunStats(BaseModel):
@@ -109,6 +130,18 @@ class RunManifest(BaseModel):
     cost_usd: float | None = None
     """USD the run was billed: the price table (`replay.core.cost`, `[tool.judge-replay.prices]`) applied to the
     recorded usage, with the batch discount when `batch_ids` is set; None when the model has no price."""
+    samples: int | None = None
+    """How many samples (independent conversations) each claims file was judged with, when more than one
+    (`judge --samples K`, `judge --add-samples N`); absent for one."""
+
+    @model_serializer(mode="wrap")
+    def _samples_absent_when_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), "samples")
+
+    @property
+    def sample_count(self) -> int:
+        """K: the samples of each claims file (1 for a run recorded without samples)."""
+        return self.samples or 1
 
     @field_validator("version")
     @classmethod

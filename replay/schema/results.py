@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
 
-from replay.schema.common import Verdict, _Open, held, restored
+from replay.schema.common import VERDICTS, Verdict, _Open, held, restored
 
 # --------------------------------------------------------------------------- judge output
 
@@ -29,6 +29,37 @@ class ClaimResult(_Open):
     conversation. None when there is nothing to check (empty quote) ."""
     error: str | None = None
     """Ours: why this claim has no valid verdict (missing id, invalid verdict, unparseable answer...)."""
+    samples: list[ClaimResult] | None = None
+    """Ours, in a run of K >= 2 samples: every sample's verdict record of this claim, in sample order (the
+    fields above are then those of the majority sample: `core.majority`); absent in a run of one sample."""
+
+    @model_serializer(mode="wrap")
+    def _samples_absent_when_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), "samples")
+
+    def sample_verdicts(self) -> list[Verdict | None]:
+        """This claim's verdict in each sample (one sample: its own verdict)."""
+        return [s.judge_verdict for s in self.samples] if self.samples else [self.judge_verdict]
+
+
+SAMPLES = "samples"
+"""The key of a claim result's per-sample verdict records in a run judged K >= 2 times (the top-level fields
+are those of the majority sample's record)."""
+
+
+def recorded_sample_verdicts(result: ClaimResult) -> tuple[Verdict | None, ...] | None:
+    """The verdict of each of a claim result's sample records, in sample order; None when it has none (a
+    claim judged once). A record with no valid verdict gives None."""
+    records = getattr(result, SAMPLES, None)
+    if records is None and result.model_extra:
+        records = result.model_extra.get(SAMPLES)
+    if not isinstance(records, list) or not records:
+        return None
+    out: list[Verdict | None] = []
+    for record in records:
+        value = record.get("judge_verdict") if isinstance(record, dict) else getattr(record, "judge_verdict", None)
+        out.append(value if value in VERDICTS else None)
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,15 +77,23 @@ class ResultRow:
     quote_verified: bool | None
     error: str | None
     model_extra: dict[str, Any] | None
-    """The result's extra fields (a results file may carry the claim's `claim` and `claim_type`); None: none."""
+    """The result's extra fields (a results file may carry the claim's `claim` and `claim_type`); None: none.
+    Not its sample records: their verdicts are `sample_verdicts`."""
+    sample_verdicts: tuple[Verdict | None, ...] | None = None
+    """Each sample's verdict, in sample order, for a claim judged K >= 2 times; None: judged once."""
+    samples: list[ClaimResult] | None = None
+    """Every sample's record, in a run of K >= 2 samples (`ClaimResult.samples`); None: one sample."""
 
     @classmethod
     def of(cls, result: ClaimResult) -> ResultRow:
         """The row of a result; its claim id, rule, page URL, quote and reason held once however many runs and
         verdicts hold them (`sys.intern`: many claims quote the same page line)."""
+        extra = result.model_extra or None
+        if extra and SAMPLES in extra:
+            extra = {k: v for k, v in extra.items() if k != SAMPLES} or None
         return cls(sys.intern(result.id), result.judge_verdict, sys.intern(result.rule), sys.intern(result.evidence_url),
                    sys.intern(result.evidence_quote), sys.intern(result.reason), result.quote_verified, result.error,
-                   result.model_extra or None)
+                   extra, recorded_sample_verdicts(result), result.samples)
 
 
 LONG_PROMPT_TOKENS = 100_000
@@ -137,6 +176,15 @@ class Usage(Tokens):
             self.long_prompts = [*(self.long_prompts or []), request]
 
 
+def _without_none(data: dict[str, Any], *names: str) -> dict[str, Any]:
+    """A serialised record without these keys when they are None (written as before they were kept)."""
+    if isinstance(data, dict):
+        for name in names:
+            if name in data and data[name] is None:
+                del data[name]
+    return data
+
+
 class ToolCall(BaseModel):
     """One Learn tool call the judge made, in conversation order."""
 
@@ -151,6 +199,19 @@ class ToolCall(BaseModel):
     """For a search: the `contentUrl`s returned, in rank order."""
     error: str | None = None
     """The Learn error the judge was told about instead of a result, if the call failed."""
+
+
+class SampleConversation(_Open):
+    """One sample's conversation of a claims file, in a run of K >= 2 samples: what `FileResult` says of a
+    conversation besides its verdicts (those are in each claim's `samples`)."""
+
+    usage: Usage | None = None
+    tool_calls: list[ToolCall] | None = None
+    turns: int | None = None
+    error: str | None = None
+    warnings: list[str] | None = None
+    cost_usd: float | None = None
+    batch: bool | None = None
 
 
 class FileResult(_Open):
@@ -175,12 +236,20 @@ class FileResult(_Open):
     batch: bool | None = None
     """Ours: whether the conversation's model calls went through Message Batches (half price); None in a
     file written before it was kept (then the run's `batch_ids` says)."""
+    samples: list[SampleConversation] | None = None
+    """Ours, in a run of K >= 2 samples: each sample's conversation (its usage, Learn calls, turns, error), in
+    sample order; the fields above then sum them up (`judge.samples`). Absent in a run of one sample."""
     _failed_on_answer: bool = PrivateAttr(default=False)
+
+    @model_serializer(mode="wrap")
+    def _samples_absent_when_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), "samples")
 
     @property
     def needs_recording_again(self) -> bool:
-        """The conversation failed, or left a claim without a verdict (what `--retry-failed` records again)."""
-        return bool(self.error) or any(r.judge_verdict is None for r in self.results)
+        """The conversation failed, or left a claim without a verdict (what `--retry-failed` records again);
+        with samples, in any sample."""
+        return bool(self.error) or any(v is None for r in self.results for v in r.sample_verdicts())
 
     @property
     def failed_on_answer(self) -> bool:
@@ -203,7 +272,14 @@ class ResultsFile(_Open):
     """Which services were the local stand-ins (`learn`, `model`): test equipment, not the real thing."""
     cost_usd: float | None = None
     """USD the whole run was billed (the files' `cost_usd` summed; None when any is unknown)."""
+    samples: int | None = None
+    """How many samples (independent conversations) the run judged each claims file with, when more than
+    one (`judge --samples K`); absent for one."""
     files: list[FileResult]
+
+    @model_serializer(mode="wrap")
+    def _samples_absent_when_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), "samples")
 
 
 @dataclass(frozen=True, slots=True)

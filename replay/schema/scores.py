@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from replay.schema.common import GoldLabel, Verdict
+from replay.schema.field_docs import DescribedRecord
 
 # --------------------------------------------------------------------------- grading
 
@@ -44,8 +45,35 @@ class ClaimError(BaseModel):
     """What `page_region` is centred on (the quote, the claim's values), or why there is none."""
 
 
-class Scores(BaseModel):
-    """Scores of one results file against a gold set (SPEC.md's `grade --json`)."""
+class VerdictCounts(DescribedRecord):
+    """How many of a claim's samples gave each verdict."""
+
+    grounded: int = 0
+    not_grounded: int = 0
+    source_silent: int = 0
+    none: int = 0
+    """Samples that gave no verdict (a failed or cut-off conversation, an unusable answer)."""
+
+
+class ClaimSamples(DescribedRecord):
+    """One graded claim's verdicts over the run's samples."""
+
+    file: str
+    id: str
+    verdict: Verdict | None
+    """The majority verdict (the claim's top-level verdict; None when no sample gave one)."""
+    verdicts: VerdictCounts
+    """How many samples gave each verdict (`none`: no verdict)."""
+    stable: bool
+    """Every sample gave the same verdict (a missing verdict counts as a verdict of its own, `none`)."""
+
+
+class Scores(DescribedRecord):
+    """Scores of one results file against a gold set (`grade --json`).
+
+    With K samples per claim, precision, recall, F1 and accuracy are the means over the samples (each
+    sample scored as a run of its own), with their ranges; the counts, the confusion matrix and the
+    errors are those of the majority verdicts."""
 
     precision: float | None
     recall: float | None
@@ -70,9 +98,47 @@ class Scores(BaseModel):
     """Results with no gold item."""
     quote_unverified: int = 0
     """Results whose quote was not found in the page fetched for them."""
+    samples: int = 1
+    """Samples per claim the run recorded (K); 1 for a run judged once."""
+    precision_range: tuple[float, float] | None = None
+    """[min, max] of precision over the samples (equal for K = 1); None when no sample defines it."""
+    recall_range: tuple[float, float] | None = None
+    """[min, max] of recall over the samples."""
+    f1_range: tuple[float, float] | None = None
+    """[min, max] of F1 over the samples."""
+    accuracy_range: tuple[float, float] | None = None
+    """[min, max] of accuracy over the samples."""
+    unstable: int = 0
+    """Graded claims whose samples gave more than one verdict (a missing verdict counts as one)."""
+    sample_no_verdict: int = 0
+    """(claim, sample) pairs without a verdict: each is a no-verdict claim of that sample's own score."""
+    claims: list[ClaimSamples] = []
+    """Every graded claim, in gold order, with its verdict counts over the samples."""
 
 
-class GateDecision(BaseModel):
+class ModelNoise(DescribedRecord):
+    """How stable the gate's decision is against the model's own noise (the judge's samples resampled)."""
+
+    measured: bool
+    """False when both sides were judged once (K = 1): model noise was not measured."""
+    stability: float | None = None
+    """Share of resamples (each claim's samples drawn again with replacement on each side, claims held fixed,
+    fixed seed) that reach the same decision as the observed means; None when not measured."""
+    samples: dict[str, int] = {}
+    """Samples per claim of each side: `{"baseline": K, "candidate": K}`."""
+    resamples: int = 0
+    """Resamples behind `stability`."""
+    required: float = 0.95
+    """The stability a decision needs (`[tool.judge-replay] gate-stability`)."""
+    settle: list[str] = []
+    """The `judge --add-samples` commands projected to make the decision stable (empty when it is)."""
+    settle_samples: int | None = None
+    """Samples per claim on each side at which the decision is projected to be stable (None: not projected)."""
+    settle_cost_usd: float | None = None
+    """Estimated USD of `settle` (the recorded cost per sample, at current prices); None when unknown."""
+
+
+class GateDecision(DescribedRecord):
     """The adoption gate, candidate against baseline."""
 
     adopt: bool
@@ -92,3 +158,5 @@ class GateDecision(BaseModel):
     """R_candidate - R_baseline; None when either is undefined."""
     bootstrap_resamples: int = 0
     """Paired bootstrap resamples behind the CIs (fixed seed: the same inputs give the same CIs)."""
+    model_noise: ModelNoise = ModelNoise(measured=False)
+    """The decision's stability against the model's own noise, measured when either side has K >= 2 samples."""

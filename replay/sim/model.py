@@ -25,6 +25,15 @@ containing "retired") gets the API's 404 `not_found_error` naming it; a claim wh
 in half; so does `sim model --cut-off FILE` for the conversation of that claims file (its claims unchanged).
 A final answer longer than the request's `max_tokens` (thinking included, four characters a token) is cut
 there and stops with `max_tokens`.
+
+Model noise (`sim model --noise P --seed S`, `sim.noise.ModelNoise`): a current model thinks adaptively and no
+longer takes a temperature, so two conversations over the same pages may differ on close calls. With
+noise on, each close call of a final answer (`policy.runner_up`: a lower bound, an equivalence, an
+illustrative number, an existence check) gets its runner-up verdict with probability P, drawn from
+one random stream seeded with S in the order the final answers are made (so a run at concurrency 1,
+or the same batch, draws the same); every other claim keeps the deterministic verdict. The stand-in
+says so in the `x-judge-replay-stand-in-note` header of its token counts ("model noise 0.15, seed 7"),
+which a recording keeps among the run's stand-in notes.
 """
 
 from __future__ import annotations
@@ -42,7 +51,8 @@ from replay.sim.api_errors import ApiError, digest, invalid
 from replay.sim.batches import BATCHES_PATH, BatchApp, BatchSettings, serve_batches
 from replay.sim.caching import CacheLedger
 from replay.sim.http_server import Log, StandIn, StandInHandler, StandInServer
-from replay.sim.policy import judge_claim
+from replay.sim.noise import STAND_IN_NOTE_HEADER, ModelNoise
+from replay.sim.policy import judge_claim, runner_up
 from replay.sim.reading import FETCH_TOOL, SEARCH_TOOL, claims_in, no_page, plain_request, search_urls
 from replay.sim.strict import check_message_request
 from replay.urls import normalise_learn_url
@@ -170,13 +180,18 @@ class Conversation:
                 out.append((name, arguments))
         return out
 
-    def verdicts(self) -> dict[str, Any]:
-        """The final answer: the prompt's JSON, one result per claim in batch order."""
+    def verdicts(self, noise: ModelNoise | None = None) -> dict[str, Any]:
+        """The final answer: the prompt's JSON, one result per claim in batch order (`noise`: close calls
+        may get their runner-up verdict)."""
         results = []
         for claim in self.claims:
             url = claim.get("evidence_url") or self.searched_url(claim) or ""
             page = self.pages.get(normalise_learn_url(url)) if url else None
             verdict = judge_claim(claim, page, self.prompt_text)
+            if noise is not None and noise.probability > 0:
+                other = runner_up(claim, page, self.prompt_text)
+                if other is not None and noise.flips():
+                    verdict = other
             results.append({
                 "id": claim.get("id"),
                 "judge_verdict": verdict["judge_verdict"],
@@ -240,9 +255,10 @@ def _forces_tool_use(request: dict[str, Any]) -> bool:
 
 
 def respond(request: dict[str, Any], body: bytes, *, fetch_per_turn: int = 0, thinking: bool = True,
-            cut_off: frozenset[str] = frozenset()) -> dict[str, Any]:
+            cut_off: frozenset[str] = frozenset(), noise: ModelNoise | None = None) -> dict[str, Any]:
     """The Messages API response to a valid request (`thinking`: answer as current models do, module
-    docstring; `cut_off`: claims files whose final answer stops with `model_context_window_exceeded`)."""
+    docstring; `cut_off`: claims files whose final answer stops with `model_context_window_exceeded`;
+    `noise`: simulated model noise on close calls)."""
     _check_model(request["model"])
     if thinking and _forces_tool_use(request):
         raise ApiError(400, "invalid_request_error", FORCED_TOOL_USE)
@@ -258,7 +274,7 @@ def respond(request: dict[str, Any], body: bytes, *, fetch_per_turn: int = 0, th
         output = json.dumps([c["input"] for c in content], ensure_ascii=False)
         thought = f"{len(conversation.claims)} claims to judge; {len(calls)} Learn call(s) to make before I decide."
     else:
-        output = json.dumps(conversation.verdicts(), ensure_ascii=False, separators=(",", ":"))
+        output = json.dumps(conversation.verdicts(noise), ensure_ascii=False, separators=(",", ":"))
         stop_reason = "end_turn"
         if conversation.file in cut_off or any(CONTEXT_EXCEEDED_MARKER in str(c.get("claim") or "")
                                                for c in conversation.claims):
@@ -296,8 +312,10 @@ class ModelApp:
     """The stand-in's only memory: which request bodies a flaky model has already failed once."""
 
     def __init__(self, *, fetch_per_turn: int = 0, batch_settings: BatchSettings | None = None,
-                 thinking: bool = True, cut_off: frozenset[str] = frozenset()) -> None:
+                 thinking: bool = True, cut_off: frozenset[str] = frozenset(), noise: ModelNoise | None = None) -> None:
         self.fetch_per_turn = fetch_per_turn
+        self.noise = noise
+        """Simulated model noise on close calls (None: the deterministic policy throughout)."""
         self.thinking = thinking
         self.cut_off = cut_off
         """Claims files whose conversation's final answer stops with `model_context_window_exceeded`."""
@@ -312,7 +330,7 @@ class ModelApp:
         request = check_message_request(params, batch=True)
         body = json.dumps(params, ensure_ascii=False, sort_keys=True).encode()
         message = respond(request, body, fetch_per_turn=self.fetch_per_turn, thinking=self.thinking,
-                          cut_off=self.cut_off)
+                          cut_off=self.cut_off, noise=self.noise)
         self.cache.account(request, message["usage"])
         return message
 
@@ -373,7 +391,7 @@ class ModelHandler(StandInHandler):
                 raise ApiError(529, "overloaded_error", "Overloaded (judge-replay model stand-in: flaky model, "
                                "first attempt of this request)")
             response = respond(request, body, fetch_per_turn=self.app.fetch_per_turn, thinking=self.app.thinking,
-                               cut_off=self.app.cut_off)
+                               cut_off=self.app.cut_off, noise=self.app.noise)
             self.app.cache.account(request, response["usage"])
         except ApiError as err:
             retry = {"retry-after": "0", "retry-after-ms": "1"} if err.status == 529 else None
@@ -399,8 +417,9 @@ class ModelHandler(StandInHandler):
         except ApiError as err:
             return self._error(err, request_id, None)
         prompt = json.dumps([request.get("system"), request["messages"]], ensure_ascii=False)
+        note = {STAND_IN_NOTE_HEADER: self.app.noise.note} if self.app.noise is not None else {}
         self.reply(200, json.dumps({"input_tokens": max(1, len(prompt) // 4)}), "application/json",
-                   {"request-id": request_id})
+                   {"request-id": request_id, **note})
 
 
 class ModelStandIn(StandIn):
@@ -418,12 +437,13 @@ class ModelStandIn(StandIn):
 
 def start_model(port: int = 0, *, log: Log | None = None, fetch_per_turn: int = 0,
                 batch_settings: BatchSettings | None = None, thinking: bool = True,
-                cut_off: frozenset[str] = frozenset()) -> ModelStandIn:
+                cut_off: frozenset[str] = frozenset(), noise: ModelNoise | None = None) -> ModelStandIn:
     """Serve the Messages API stand-in on 127.0.0.1:`port` (0: any free port) in a daemon thread.
     `fetch_per_turn` > 0: at most that many tool calls per turn (longer conversations, as real agents
     make); `batch_settings`: how its Message Batches endpoints behave (`sim.batches`); `thinking=False`:
     answer in the older models' shape, without thinking blocks; `cut_off`: claims files (as the prompt
-    names them) whose conversation outgrows the context window on purpose."""
+    names them) whose conversation outgrows the context window on purpose; `noise`: simulated model noise
+    on close calls (`ModelNoise`)."""
     server = StandInServer(port, ModelHandler, ModelApp(fetch_per_turn=fetch_per_turn, batch_settings=batch_settings,
-                                                        thinking=thinking, cut_off=cut_off), log)
+                                                        thinking=thinking, cut_off=cut_off, noise=noise), log)
     return ModelStandIn(server, f"http://127.0.0.1:{server.server_address[1]}")

@@ -1,10 +1,10 @@
 """The model stand-in's deterministic judge policy: one claim, one fetched page, one prompt -> a verdict.
 
-A pure function of its inputs (no I/O). SPEC.md ("sim model") fixes the base policy; the prompt text
+A pure function of its inputs (no I/O). The stand-ins reference page documents the base policy; the prompt text
 switches on the documented prompt-dependent behaviours below, which only touch the claims they name.
 
-Base policy (SPEC.md steps 2-5 and the lower-bound rule)
-    Tokens, value tokens and subject words come from `replay._text` (SPEC tokenisation). Duplicate
+Base policy (the documented steps 2-5 and the lower-bound rule)
+    Tokens, value tokens and subject words come from the stand-in's own tokenisation (the documented one). Duplicate
     value tokens and subject words count once. A "line" is a line of the page text
     (`str.splitlines()`); blank lines are ignored; every tie goes to the first line.
     - No page (missing, or the fetch said it "could not be retrieved"): `source_silent`.
@@ -48,7 +48,7 @@ Prompt-dependent behaviours (by the headings the prompt text contains: `R1 —` 
       claim's own line is, among the lines that contain every value token of the claim that does occur
       in the page (the model name, the other figures: the claim's row, not another model's), the one
       sharing the most subject words, and it must share at least two; no such line, no R5.
-      A magnitude is a count or an amount: a number token (SPEC "Numbers") that is not a year (a
+      A magnitude is a count or an amount: a number token (as the scoring docs define numbers) that is not a year (a
       bare four-digit 1900-2099, as in `2025`; `2,025` with a separator is a count) and not a
       possible version number (a decimal without a `k`/`M` suffix, as in `4.1`; `1.5M` is an
       amount). Dates (`2025-04-14`) and versions (`gpt-4.1`, `1.2.3`) are not numbers at all. Years,
@@ -69,6 +69,14 @@ Prompt-dependent behaviours (by the headings the prompt text contains: `R1 —` 
     - R3 (frame/unit replacement) is NOT implemented: like prompt v2, the stand-in misses a replaced
       frame whose numbers survive on the page.
     R5 and R6 are checked before the v1 leniency; a prompt that has them gets their rule name.
+
+Close calls (`runner_up`, what `sim model --noise P` flips): a claim whose verdict rests on a threshold or
+a calibration rule rather than on what the page plainly states. A lower bound (the verdict compares
+the page's number with the bound: its runner-up is the other of grounded / not_grounded); or a claim
+that the calibration rules decide, an equivalence (R5), an illustrative number (R7), an existence
+check (R2): the verdict changes when those rules are taken away from the prompt (or, for a prompt
+without them, given to it), and the runner-up is that other verdict. Every other claim has no
+runner-up: its verdict is what the page states.
 """
 
 from __future__ import annotations
@@ -102,6 +110,30 @@ def prompt_headings(prompt_text: str) -> frozenset[str]:
 def judge_claim(claim: dict[str, Any], page: str | None, prompt_text: str) -> dict[str, str]:
     """The stand-in's verdict on one claim: {judge_verdict, rule, evidence_quote, reason}."""
     return _Judgement(claim, page, prompt_headings(prompt_text)).decide()
+
+
+CALIBRATION_RULES = frozenset({"R2", "R5", "R7"})
+"""The rules that calibrate a verdict rather than read it off the page (existence, equivalence, illustrative)."""
+NOISE_REASON = "simulated model noise: the runner-up verdict"
+
+
+def runner_up(claim: dict[str, Any], page: str | None, prompt_text: str) -> dict[str, str] | None:
+    """For a close call (module docstring), the verdict a model in two minds would give instead, in the
+    shape `judge_claim` gives (its reason saying it is simulated noise); None for any other claim."""
+    if page is None:
+        return None
+    headings = prompt_headings(prompt_text)
+    judgement = _Judgement(claim, page, headings)
+    verdict = judgement.decide()
+    if any(_lower_bound(v) is not None for v in judgement.values):
+        if verdict["judge_verdict"] not in ("grounded", "not_grounded"):
+            return None  # no number to compare: nothing close about it
+        other = "not_grounded" if verdict["judge_verdict"] == "grounded" else "grounded"
+        return _verdict(other, "", verdict["evidence_quote"], f"{NOISE_REASON} (a lower bound read the other way)")
+    other_view = _Judgement(claim, page, headings ^ CALIBRATION_RULES).decide()
+    if other_view["judge_verdict"] == verdict["judge_verdict"]:
+        return None
+    return {**other_view, "reason": f"{NOISE_REASON} ({other_view['reason'].removeprefix('stand-in policy: ')})"}
 
 
 def _unique(items: Iterable[str]) -> list[str]:

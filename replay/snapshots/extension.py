@@ -27,12 +27,13 @@ the other runs' folders alone (syrupy only counts a snapshot unused when `-k` wo
 A run whose replay raised in this session keeps its snapshot: it is not reported unused nor deleted.
 
 A mismatch's message starts with a summary and the commands that explain it (`snapshotted_diff_command`:
-a git worktree of the commit that last wrote the snapshot, diffed against the run now) and accept it;
+`diff --a-at` the commit that last wrote the snapshot, against the run now) and accept it;
 pytest cuts it after 8 lines, so the plugin's terminal summary repeats every mismatch in full.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,7 @@ from replay.runs.writer import write_folder
 from replay.snapshots.format import SNAPSHOT_SUFFIX, pack, unpack, verdict_documents
 from replay.snapshots.mismatch import _summary_length, explain_mismatch
 from replay.snapshots.session import SnapshotSession, session_records
+from replay.snapshots.spread import within_spread
 from replay.snapshots.verdicts import RunVerdicts, replay_run
 
 __all__ = [
@@ -100,6 +102,22 @@ class VerdictSnapshotExtension(AbstractSyrupyExtension):
         if not isinstance(data, RunVerdicts):
             raise TypeError(_not_run_verdicts(data))
         return pack({name: dump_json(doc) for name, doc in data.documents().items()})
+
+    def matches(self, *, serialized_data: SerializableData, snapshot_data: SerializableData) -> bool:
+        """Equal; or, for a run judged several times per claim, changed only inside its claims' recorded
+        spread (the same majority verdicts, no stable claim become unstable): then shown as a warning, not
+        failed."""
+        if serialized_data == snapshot_data:
+            return True
+        if not isinstance(serialized_data, str) or not isinstance(snapshot_data, str):
+            return False
+        lines = within_spread(serialized_data, snapshot_data)
+        if lines is None:
+            return False
+        warnings.warn(SampleSpreadWarning(
+            "verdicts moved within their samples' recorded spread (not failed; --snapshot-update records the new "
+            "counts):\n" + "\n".join(lines)), stacklevel=2)
+        return True
 
     @classmethod
     def dirname(cls, *, test_location: PyTestLocation) -> str:
@@ -253,6 +271,11 @@ class VerdictSnapshotAssertion(SnapshotAssertion):
         if result is None or result.exception is not None or result.success:
             return super().get_assert_diff(diff_mode=diff_mode)
         return self._explain(self.num_executions - 1, detailed=diff_mode == DiffMode.DETAILED)
+
+
+class SampleSpreadWarning(UserWarning):
+    """A run with samples whose verdict counts moved without changing a majority verdict or unsettling a stable
+    claim: shown, not failed."""
 
 
 def _text(data: SerializedData | None) -> str:

@@ -8,7 +8,8 @@ from replay.cassettes.cassette import CASSETTE_SUFFIX
 from replay.core.text import normalise_ws, short_hash
 from replay.errors import InputError
 from replay.runs.names import cassette_name
-from replay.schema.results import ClaimResult, ResultsFile
+from replay.core.samples import verdict_counts
+from replay.schema.results import ClaimResult, ResultsFile, recorded_sample_verdicts
 from replay.urls import normalise_learn_url
 
 SERIALIZER_VERSION = 1
@@ -48,8 +49,10 @@ def verdict_documents(run_name: str, results: ResultsFile) -> dict[str, dict[str
 
 
 def _claim_entry(result: ClaimResult) -> dict[str, Any]:
+    """A claim's verdict and what it rests on; for a claim judged K >= 2 times, its majority verdict (the
+    top-level record's) and `verdicts`: how many samples gave each."""
     quote = normalise_ws(result.evidence_quote)
-    return {
+    entry: dict[str, Any] = {
         "id": result.id,
         "verdict": result.judge_verdict,
         "rule": result.rule,
@@ -57,6 +60,10 @@ def _claim_entry(result: ClaimResult) -> dict[str, Any]:
         "quote_verified": result.quote_verified,
         "quote_hash": short_hash(quote) if quote else None,
     }
+    samples = recorded_sample_verdicts(result)
+    if samples is not None:
+        entry["verdicts"] = verdict_counts(samples)
+    return entry
 
 
 def pack(files: dict[str, str]) -> str:

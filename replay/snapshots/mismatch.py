@@ -12,6 +12,7 @@ from typing import Any
 from replay.core.display import printable
 from replay.files.paths import display_path, portable_path
 from replay.snapshots.format import HEADER_KEYS, unpack
+from replay.snapshots.spread import VERDICTS_KEY, became_unstable
 
 # --------------------------------------------------------------------------- explaining a mismatch
 
@@ -53,6 +54,14 @@ def _verdict(claim: dict[str, Any]) -> str:
     return str(claim.get("verdict") or "no verdict")
 
 
+def _counts(claim: dict[str, Any]) -> str:
+    """A claim's verdict counts over its samples: `grounded 2, not_grounded 1` (a claim judged once: its verdict)."""
+    counts = claim.get(VERDICTS_KEY)
+    if not isinstance(counts, dict):
+        return f"{_verdict(claim)} 1"
+    return ", ".join(f"{k} {n}" for k, n in counts.items() if n) or "none"
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -81,11 +90,15 @@ def explain_mismatch(
     flipped = sorted(k for k in new.claims.keys() & old.claims.keys() if new.claims[k].get("verdict") != old.claims[k].get("verdict"))
     added = sorted(new.claims.keys() - old.claims.keys())
     removed = sorted(old.claims.keys() - new.claims.keys())
-    changed = sorted(k for k in new.claims.keys() & old.claims.keys() if k not in flipped and new.claims[k] != old.claims[k])
+    unsettled = sorted(k for k in new.claims.keys() & old.claims.keys()
+                       if k not in flipped and became_unstable(old.claims[k], new.claims[k]))
+    changed = sorted(k for k in new.claims.keys() & old.claims.keys()
+                     if k not in flipped and k not in unsettled and new.claims[k] != old.claims[k])
     # The summary and the commands come first: pytest cuts an assertion message after 8 lines (640
     # characters) unless run with -vv; the plugin's terminal summary repeats the whole list.
     lines = [f"run {run_name} differs from its snapshot {folder}: {_plural(len(flipped), 'verdict')} flipped, "
              f"{_plural(len(added), 'claim')} added, {len(removed)} removed"
+             + (f", {len(unsettled)} stable became unstable" if unsettled else "")
              + (f", {len(changed)} changed otherwise" if changed else "")]
     if flipped or added or removed:
         explain = "explain the flips" if flipped else "compare the runs"
@@ -108,6 +121,9 @@ def explain_mismatch(
     for file, cid in flipped:
         was, now = old.claims[(file, cid)], new.claims[(file, cid)]
         lines.append(f"  {file}:{cid}  {_verdict(was)} → {_verdict(now)}{_rule(now, was)}")
+    for file, cid in unsettled:
+        was, now = old.claims[(file, cid)], new.claims[(file, cid)]
+        lines.append(f"  {file}:{cid}  stable {_verdict(was)} became unstable: verdicts {_counts(was)} → {_counts(now)}")
     for file, cid in added:
         lines.append(f"  {file}:{cid}  added: {_verdict(new.claims[(file, cid)])}{_rule(new.claims[(file, cid)])}")
     for file, cid in removed:
@@ -155,9 +171,9 @@ def _committed_together(root: Path, commit: str, run_in_repo: str, snapshot_in_r
 
 def snapshotted_diff_command(run_path: Path, snapshot_folder: Path) -> str | None:
     """The command that, pasted where pytest runs, diffs the run as it was when its snapshot was last
-    committed against the run as it is now: it checks that commit out into a git worktree beside the
-    repository (once: an existing one is reused) and runs `judge-replay diff` on both. None when no
-    commit holds the snapshot and the run together."""
+    committed against the run as it is now: `judge-replay diff --a-at COMMIT RUN RUN` (the old run is
+    copied out of git into a temporary folder and removed afterwards: nothing is left behind). None when
+    no commit holds the snapshot and the run together."""
     run_dir = run_path.resolve()
     top = _git("rev-parse", "--show-toplevel", cwd=run_dir)
     if not top:
@@ -173,7 +189,5 @@ def snapshotted_diff_command(run_path: Path, snapshot_folder: Path) -> str | Non
     commit = _git("log", "-1", "--format=%h", "--", snapshot_in_repo, cwd=root)
     if not commit or not _committed_together(root, commit, run_in_repo, snapshot_in_repo):
         return None
-    worktree = display_path(root.parent / f"{root.name}-snapshot-{commit}")
-    q = shlex.quote
-    return (f"[ -d {q(worktree)} ] || git -C {q(display_path(root))} worktree add --detach {q(worktree)} {commit}; "
-            f"judge-replay diff {q(worktree + '/' + run_in_repo)} {q(display_path(run_dir))}")
+    run = shlex.quote(display_path(run_dir))
+    return f"judge-replay diff --a-at {commit} {run} {run}"

@@ -24,6 +24,8 @@ class SnapshotSession:
     would share (and, updated, overwrite) its snapshot."""
     keep_all: bool = False
     """The session was interrupted: no snapshot is deleted as unused (`keep_every_snapshot`)."""
+    rootdir: Path | None = None
+    """pytest's rootdir: relative run paths of this session's tests are taken from it (`run_path`)."""
 
 
 SESSION = pytest.StashKey[SnapshotSession]()
@@ -41,7 +43,7 @@ WORKER_OUTPUT = "judge_replay_snapshot_mismatches"
 
 def begin_session(config: pytest.Config) -> None:
     """Start this session's records; they are the running session's until `end_session`."""
-    records = SnapshotSession()
+    records = SnapshotSession(rootdir=config.rootpath)
     config.stash[SESSION] = records
     config.stash[_ACTIVE_TOKEN] = _active.set(records)
 
@@ -57,6 +59,18 @@ def end_session(config: pytest.Config) -> None:
 def session_records(config: pytest.Config) -> SnapshotSession:
     """This session's records (made on first use where the plugin's session start did not run)."""
     return config.stash.setdefault(SESSION, SnapshotSession())
+
+
+def run_path(path: str | Path) -> Path:
+    """Where a run path a test names is: a relative one is taken from the running session's rootdir, so
+    `pytest` started from a subfolder finds the same runs (the working folder when the rootdir has no such
+    path, or outside any session)."""
+    given = Path(path)
+    records = _active.get()
+    if given.is_absolute() or records is None or records.rootdir is None:
+        return given
+    from_root = records.rootdir / given
+    return from_root if from_root.exists() or not given.exists() else given
 
 
 def note_failed_run(name: str) -> None:

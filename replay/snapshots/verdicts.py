@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from replay.runs.folder import Run
 from replay.schema.results import ResultsFile
 from replay.snapshots.format import verdict_documents
-from replay.snapshots.session import note_failed_run
+from replay.snapshots.session import note_failed_run, run_path
 
 # --------------------------------------------------------------------------- the value compared
 
@@ -50,7 +50,7 @@ def replay_run(path: str | Path) -> RunVerdicts:
 
 
 def _load(path: str | Path, results_of: Callable[[Run], ResultsFile]) -> RunVerdicts:
-    run = Run(path)
+    run = Run(run_path(path))
     try:
         results = results_of(run)
     except BaseException:

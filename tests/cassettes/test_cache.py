@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import marshal
 import zlib
 from pathlib import Path
 
@@ -13,7 +12,8 @@ import pytest
 from replay.secrets import registry as _secrets
 from replay.cassettes.interaction import Interaction
 from replay.cassettes.cassette import load_cassette, save_cassette
-from replay.cassettes.cache import FOLDER, OFF_VARIABLE, entry_path
+from replay.cassettes.entry_format import decode, encode
+from replay.cassettes.cache import cache_folder, OFF_VARIABLE, entry_path
 from replay.errors import InputError
 
 
@@ -25,11 +25,6 @@ def _interaction(text: str) -> Interaction:
                        response_headers={"content-type": ["application/json"]}, reason="OK")
 
 
-@pytest.fixture
-def project(cached_project: Path) -> Path:
-    return cached_project
-
-
 def _cassette(project: Path, text: str = "first") -> Path:
     path = project / "runs" / "r" / "docs_a.md.yaml"
     save_cassette(path, [_interaction(text)])
@@ -38,7 +33,7 @@ def _cassette(project: Path, text: str = "first") -> Path:
 
 def _entry(project: Path, cassette: Path) -> Path:
     entry = entry_path(cassette)
-    assert entry is not None and entry.parent == project / FOLDER
+    assert entry is not None and entry.parent == cache_folder()
     return entry
 
 
@@ -49,7 +44,8 @@ def _source_sha256(entry: Path) -> str:
 def _rewrite_payload(entry: Path, change: object) -> None:
     """Give the entry another payload with a correct checksum (as if the cache had stored `change`)."""
     line = json.loads(entry.read_bytes().partition(b"\n")[0])
-    payload = marshal.dumps(change)
+    payload = encode(change)
+    assert payload is not None
     line["payload_length"], line["payload_crc32"] = len(payload), zlib.crc32(payload)
     entry.write_bytes(json.dumps(line).encode() + b"\n" + payload)
 
@@ -61,7 +57,7 @@ def test_first_load_stores_an_entry_that_later_loads_read(project: Path) -> None
     assert entry.is_file()
     assert load_cassette(cassette) == first
     # The second load really reads the entry: an entry saying something else is believed...
-    doc = marshal.loads(entry.read_bytes().partition(b"\n")[2])
+    doc = decode(entry.read_bytes().partition(b"\n")[2])
     doc["interactions"][0]["response"]["status"]["code"] = 201
     _rewrite_payload(entry, doc)
     assert load_cassette(cassette)[0].status == 201
@@ -71,7 +67,7 @@ def test_first_load_stores_an_entry_that_later_loads_read(project: Path) -> None
     assert json.loads(load_cassette(cassette)[0].response_body)["content"][0]["text"] == "second"
     assert load_cassette(cassette)[0].status == 200
     assert _source_sha256(entry) == hashlib.sha256(cassette.read_bytes()).hexdigest()
-    assert [p.name for p in (project / FOLDER).iterdir() if p.suffix != ".stamp"] == [entry.name]
+    assert [p.name for p in cache_folder().iterdir() if p.suffix != ".stamp"] == [entry.name]
 
 
 @pytest.mark.parametrize("damage", ["flip a payload byte", "truncate", "garbage header", "empty", "other parser"])
@@ -104,21 +100,22 @@ def test_an_unwritable_cache_folder_means_no_cache_not_an_error(project: Path) -
     assert (project / ".judge-replay").is_file()
 
 
-def test_a_cassette_outside_the_project_is_parsed_and_leaves_nothing(project: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_a_cassette_outside_the_project_is_cached_too_and_leaves_nothing_beside_it(
+        project: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     cassette = elsewhere / "docs_a.md.yaml"
     save_cassette(cassette, [_interaction("first")])
     assert load_cassette(cassette) == load_cassette(_cassette(project)) != []
-    assert entry_path(cassette) is None
+    assert entry_path(cassette) is not None and entry_path(cassette) != entry_path(_cassette(project))
     assert [p.name for p in elsewhere.iterdir()] == ["docs_a.md.yaml"]
-    assert [p.suffix for p in (project / FOLDER).iterdir() if p.suffix != ".stamp"] == [".bin"]  # the project's own only
+    assert sorted(p.suffix for p in cache_folder().iterdir() if p.suffix != ".stamp") == [".bin", ".bin"]
 
 
 def test_turned_off_writes_nothing(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(OFF_VARIABLE, "1")
     cassette = _cassette(project)
     assert load_cassette(cassette)[0].status == 200
-    assert not (project / FOLDER).exists()
+    assert not cache_folder().exists()
 
 
 def test_a_cassette_holding_a_known_secret_is_never_copied_into_the_cache(project: Path) -> None:
@@ -127,7 +124,7 @@ def test_a_cassette_holding_a_known_secret_is_never_copied_into_the_cache(projec
     _secrets.remember("sk-ant-api03-cachetest-0123456789")
     try:
         assert "cachetest" in load_cassette(cassette)[0].response_body
-        assert not (project / FOLDER).exists()
+        assert not cache_folder().exists()
     finally:
         _secrets.forget_all()
 
@@ -139,7 +136,7 @@ def test_a_broken_cassette_is_still_an_input_error_and_caches_nothing(project: P
         load_cassette(cassette)
     with pytest.raises(InputError, match="no such cassette"):
         load_cassette(project / "missing.yaml")
-    assert not (project / FOLDER).exists()
+    assert not cache_folder().exists()
 
 
 def test_line_endings_are_read_as_before(project: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import marshal
+from replay.cassettes.entry_format import decode, encode
 import os
 import shutil
 import time
@@ -16,17 +16,12 @@ import pytest
 
 from factories import fetch_interaction
 from replay.cassettes.cassette import load_cassette, save_cassette
-from replay.cassettes.cache import FOLDER, OFF_VARIABLE, RACY_NS, STAMP_FORMAT, Cassette, entry_path
+from replay.cassettes.cache import cache_folder, OFF_VARIABLE, RACY_NS, STAMP_FORMAT, Cassette, entry_path
 from replay.runs.receipts import receipt_for
 from replay.judge.replaying import _run_claims, _run_prompt
 from replay.runs.folder import Run
 from locations import REPO
 
-
-
-@pytest.fixture
-def project(cached_project: Path) -> Path:
-    return cached_project
 
 
 def _cassette(project: Path, text: str = "first") -> Path:
@@ -56,9 +51,9 @@ def _entry_saying(cassette: Path, sha256: str, status: int) -> None:
     entry = entry_path(cassette)
     assert entry is not None
     line = json.loads(entry.read_bytes().partition(b"\n")[0])
-    doc = marshal.loads(entry.read_bytes().partition(b"\n")[2])
+    doc = decode(entry.read_bytes().partition(b"\n")[2])
     doc["interactions"][0]["response"]["status"]["code"] = status
-    payload = marshal.dumps(doc)
+    payload = encode(doc)
     line.update(source_sha256=sha256, payload_length=len(payload), payload_crc32=zlib.crc32(payload))
     entry.write_bytes(json.dumps(line).encode() + b"\n" + payload)
 
@@ -125,7 +120,7 @@ def test_a_cassette_still_for_2_s_gets_a_stamp_that_later_reads_trust(project: P
     assert load_cassette(cassette)[0].status == 200
     found = json.loads(_stamp(cassette).read_bytes())
     assert found["sha256"] == _sha256(cassette) and found["stat"][2] == cassette.stat().st_size
-    assert sorted(p.suffix for p in (project / FOLDER).iterdir()) == [".bin", ".stamp"]
+    assert sorted(p.suffix for p in cache_folder().iterdir()) == [".bin", ".stamp"]
     _entry_saying(cassette, found["sha256"], 299)
     assert load_cassette(cassette)[0].status == 299  # read from the entry, by the stamped hash
 

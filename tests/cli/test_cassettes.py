@@ -168,6 +168,18 @@ def test_verify_reports_unused_and_missing_interactions(recorded_run: Path, tmp_
     assert f"{name}: the replay stopped:" in out and "request:  model turn" in out
 
 
+def test_verify_fails_on_a_cassette_the_manifest_does_not_name(recorded_run: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # a cassette no claims file of run.json names ships with the run but is read by no replay (a killed
+    # recording's staging folder, reused, would leave its old cassettes so): the run does not verify
+    run = copy_run(recorded_run, tmp_path / "run")
+    stale = run / cassette_name("docs/from-a-killed-recording.md")
+    shutil.copyfile(next(run.glob("*.yaml")), stale)
+    code, out, _ = run_cli(capsys, "cassettes", "verify", str(run))
+    assert code == 1
+    assert out.splitlines()[1:] == [f"  {stale.name}: a cassette run.json names for no claims file (no replay reads it)"]
+
+
 def test_list_shows_one_row_per_run(recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "runs"
     copy_run(recorded_run, root / "v3-test")
@@ -310,3 +322,69 @@ def test_verify_shows_the_run_path_without_controls(recorded_run: Path, tmp_path
     code, out, _ = run_cli(capsys, "cassettes", "verify", str(run))
     assert code == 0, out
     assert "\x1b" not in out and "\x07" not in out and "x\\x1b]0;t\\x07: ok" in out
+
+
+def _forge_document_entries(run: Path, document: object) -> int:
+    """Rewrite the parsed-cassette entry of every cassette of `run` to hold `document`, with every check
+    of its header recomputed (as whoever can write the cache folder could): how many were forged."""
+    import zlib
+
+    from replay.cassettes.cache import entry_path
+    from replay.cassettes.entry_format import encode
+
+    forged = 0
+    for cassette in sorted(run.glob("*.yaml")):
+        load_cassette(cassette)  # the entry is written
+        entry = entry_path(cassette)
+        assert entry is not None and entry.is_file()
+        line = json.loads(entry.read_bytes().partition(b"\n")[0])
+        payload = encode(document)
+        assert payload is not None
+        line.update(payload_length=len(payload), payload_crc32=zlib.crc32(payload))
+        entry.write_bytes(json.dumps(line).encode() + b"\n" + payload)
+        for derived in entry.parent.glob(entry.stem + ".*.bin"):
+            derived.unlink()  # what is derived from the document is derived again, from the forged one
+        forged += 1
+    return forged
+
+
+def test_verify_reads_no_cache_entry_a_forged_one_changes_nothing(recorded_run: Path, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 26, finding 2: verify trusted forged parse-cache entries (header checks recomputed)."""
+    from replay.cassettes.cache import OFF_VARIABLE
+
+    monkeypatch.delenv(OFF_VARIABLE, raising=False)
+    run = copy_run(recorded_run, tmp_path / "run")
+    assert _forge_document_entries(run, {"interactions": []}) > 0
+    code, out, err = run_cli(capsys, "cassettes", "verify", str(run))
+    assert code == 0 and "ok" in out, out + err
+
+
+def test_a_hostile_marshal_or_code_payload_in_the_cache_is_ignored_and_rebuilt(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 26, finding 3: a crafted marshal payload with a valid header crashed the interpreter; one
+    holding a code object was read as a document. Neither is read now: the YAML is parsed again."""
+    import marshal
+    import subprocess
+    import sys
+    import zlib
+
+    from replay.cassettes.cache import OFF_VARIABLE, entry_path
+
+    monkeypatch.delenv(OFF_VARIABLE, raising=False)
+    cassette = tmp_path / "docs_a.md.yaml"
+    shutil.copy(sorted(REAL.rglob("*.yaml"))[0], cassette)
+    expected = load_cassette(cassette)
+    entry = entry_path(cassette)
+    assert entry is not None and entry.is_file()
+    line = json.loads(entry.read_bytes().partition(b"\n")[0])
+    code_object = marshal.dumps(compile("open('x', 'w')", "f", "exec"))
+    for payload in (code_object, (code_object * 4)[:132]):  # the second: a torn code object, 132 bytes
+        line.update(payload_length=len(payload), payload_crc32=zlib.crc32(payload))
+        entry.write_bytes(json.dumps(line).encode() + b"\n" + payload)
+        assert load_cassette(cassette) == expected
+        done = subprocess.run([sys.executable, "-c", "import sys; from replay.cassettes.cassette import load_cassette;"
+                               f" print(len(load_cassette(sys.argv[1])))", str(cassette)],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout.strip() == str(len(expected)), done.stderr

@@ -288,3 +288,76 @@ def test_every_field_of_the_diff_schema_says_what_it_holds_and_none_is_left_open
     assert '"additionalProperties": true' not in json.dumps(schema)  # no `dict[str, Any]` left
     roles = schema["$defs"]["ControlledRun"]["properties"]["role"]["anyOf"][0]["enum"]
     assert roles == ["A's prompt with B's pages", "B's prompt with A's pages", "a repeat of A", "a repeat of B"]
+
+
+def _bundled_runs(tmp_path, monkeypatch):
+    """A copy of the bundled runs and their claims, worked on in tmp_path."""
+    import shutil
+
+    for folder in ("cassettes", "demo/claims"):
+        shutil.copytree(REPO / folder, tmp_path / folder)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "cassettes"
+
+
+def _results(run_dir):
+    return json.loads((run_dir / "results.json").read_text("utf-8"))
+
+
+def test_siblings_serve_only_when_they_verify_hold_the_same_claims_and_are_complete(tmp_path, monkeypatch, capsys):
+    """v2-demo-2026-09 (A's prompt with B's pages) confirms page flips; damaged, partial or judging other
+    claims, it is skipped with the reason, and the flips it confirmed are no longer confirmed."""
+    import shutil
+
+    runs = _bundled_runs(tmp_path, monkeypatch)
+    argv = ["diff", "cassettes/v2-demo", "cassettes/v3-demo-2026-09", "--format", "json"]
+    assert main(argv) == 0
+    trusted = json.loads(capsys.readouterr().out)
+    assert any(f["evidence"].get("confirmed_by") == "v2-demo-2026-09" for f in trusted["flips"])
+    assert not [n for n in trusted["notes"] if "would have served" in n]
+
+    crossed = runs / "v2-demo-2026-09"
+    for name, damage, why in [
+        ("damaged", lambda r: r["files"][0]["results"][0].update(judge_verdict="source_silent"),
+         "does not verify (docs/"),
+        ("partial", lambda r: r["files"][0].update(error="API error 529: overloaded"), "a partial recording: 1 claims file(s) failed"),
+    ]:
+        if not (runs / "kept").exists():
+            shutil.copytree(crossed, runs / "kept")
+        results = _results(runs / "kept")
+        damage(results)
+        write_json(crossed / "results.json", results)
+        assert main(argv) == 0, name
+        report = json.loads(capsys.readouterr().out)
+        [note] = [n for n in report["notes"] if "would have served" in n]
+        assert f"cassettes/v2-demo-2026-09: {why}" in note, (name, note)
+        assert not any(f["evidence"].get("confirmed_by") == "v2-demo-2026-09" for f in report["flips"]), name
+        shutil.copy(runs / "kept" / "results.json", crossed / "results.json")
+    shutil.rmtree(runs / "kept")
+
+    manifest = json.loads((crossed / "run.json").read_text("utf-8"))
+    manifest["claims"][0]["sha256"] = "0" * 64
+    write_json(crossed / "run.json", manifest)
+    assert main(argv) == 0
+    [note] = [n for n in json.loads(capsys.readouterr().out)["notes"] if "would have served" in n]
+    assert "cassettes/v2-demo-2026-09: judged other claims files than A and B" in note
+
+    assert main([*argv, "--no-siblings"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert not [n for n in report["notes"] if n.startswith("skipped")] and not report["controlled_runs"]
+
+
+def test_a_at_outside_git_or_at_a_commit_without_the_run_is_a_usage_error(runs, tmp_path, capsys):
+    a, b, _ = runs
+    assert main(["diff", "--a-at", "HEAD", str(a.path), str(b.path)]) == 2
+    assert "--a-at: git rev-parse failed" in capsys.readouterr().err
+    import subprocess
+
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    (tmp_path / "other.txt").write_text("x", "utf-8")
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "other.txt"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "no runs"], cwd=tmp_path, check=True)
+    assert main(["diff", "--a-at", "HEAD", str(a.path), str(b.path)]) == 2
+    err = capsys.readouterr().err
+    assert "--a-at: git archive failed" in err and "runs/v2-demo" in err and "Traceback" not in err, err

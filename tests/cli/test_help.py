@@ -32,9 +32,9 @@ COMMAND_PATHS = _commands(cli)
 
 def test_the_walk_finds_every_command() -> None:
     top = {path[0] for path in COMMAND_PATHS if path}
-    assert top == {"bakeoff", "cassettes", "diff", "drift", "grade", "judge", "pages", "schema", "sim"}
+    assert top == {"bakeoff", "cassettes", "diff", "drift", "export", "grade", "init", "judge", "pages", "schema", "sim"}
     assert {("cassettes", "audit"), ("cassettes", "verify"), ("cassettes", "list"), ("sim", "learn"),
-            ("sim", "model"), ("pages", "history"), ("pages", "diff")} <= set(COMMAND_PATHS)
+            ("sim", "model"), ("pages", "history"), ("pages", "diff"), ("export", "inspect")} <= set(COMMAND_PATHS)
 
 
 @pytest.mark.parametrize("path", COMMAND_PATHS, ids=[" ".join(p) or "judge-replay" for p in COMMAND_PATHS])

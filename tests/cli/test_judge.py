@@ -20,9 +20,9 @@ QUOTAS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/quotas-limits"
 
 
 @pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+def workdir(workdir: Path) -> Path:
+    """The shared `workdir` (cwd, no credential), with pages and claims files."""
+    tmp_path = workdir
     (tmp_path / "pages").mkdir()
     (tmp_path / "pages" / "models.md").write_text(
         f"---\nurl: {MODELS_URL}\n---\n# Models\n\n| Model | Context window |\n|---|---|\n| gpt-4.1 | 1,047,576 |\n", "utf-8")
@@ -39,12 +39,6 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name, file, claim in claims:
         write_json(tmp_path / "claims" / name, {"file": file, "claims": [claim]})
     return tmp_path
-
-
-@pytest.fixture
-def stand_ins(workdir: Path) -> Iterator[tuple[Any, Any]]:
-    with start_learn(workdir / "pages") as learn, start_model() as model:
-        yield learn, model
 
 
 
@@ -114,8 +108,72 @@ def test_replay_of_a_missing_run_exits_2(workdir: Path, capsys: Any) -> None:
 
 
 def test_live_needs_prompt_and_claims(workdir: Path, capsys: Any) -> None:
-    assert main(["judge", "--claims", "claims"]) == 2
+    assert main(["judge", "--claims", "claims", "--mode", "live"]) == 2
     assert "needs --prompt P and --claims PATH" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["--prompt", "v3", "--claims", "claims"], "and no --run folder to replay"),
+    (["--prompt", "v3", "--claims", "claims", "--run", "runs/new"], "--run runs/new is not a recorded run folder"),
+    (["--run", "recorded", "--batch"], "--batch is for a recording"),
+    (["--run", "recorded", "--retry-failed", "--max-cost", "1"], "--retry-failed, --max-cost are for a recording"),
+])
+def test_without_a_mode_nothing_is_billed_and_the_modes_are_listed(
+        workdir: Path, stand_ins: tuple[Any, Any], capsys: Any, monkeypatch: pytest.MonkeyPatch,
+        argv: list[str], why: str) -> None:
+    """No mode, no billed call: the stand-ins (as the default endpoints) see no request at all."""
+    learn, model = stand_ins
+    monkeypatch.setenv("JUDGE_REPLAY_LEARN_URL", learn.url)
+    monkeypatch.setenv("JUDGE_REPLAY_ANTHROPIC_BASE_URL", model.url)
+    write_json(workdir / "recorded" / "run.json", {"version": 1})  # looks like a run: a recording flag still refuses
+    assert main(["judge", *argv, "--no-progress"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"no --mode given ({why})" in err and "Traceback" not in err
+    assert "--mode live (billed" in err and "--mode record (billed" in err and "--mode replay (offline" in err
+    assert not learn.calls and not model.requests and not (workdir / "runs").exists()
+
+
+def test_without_a_mode_a_recorded_run_replays(workdir: Path, stand_ins: tuple[Any, Any], capsys: Any) -> None:
+    learn, model = stand_ins
+    endpoints = ["--learn-url", learn.url, "--anthropic-base-url", model.url]
+    assert main(["judge", "--prompt", "v3", "--claims", "claims", "--run", "runs/r", "--mode", "record",
+                 *endpoints, "--no-progress"]) == 0
+    capsys.readouterr()
+    calls, requests = len(learn.calls), len(model.requests)
+    assert main(["judge", "--run", "runs/r", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("judge replay: prompt v3") and "written: nothing" in out
+    assert (len(learn.calls), len(model.requests)) == (calls, requests)  # offline
+
+
+@pytest.mark.parametrize("where", ["environment", "pyproject"])
+def test_mode_from_the_environment_or_the_settings(workdir: Path, stand_ins: tuple[Any, Any], capsys: Any,
+                                                   monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    learn, model = stand_ins
+    if where == "environment":
+        monkeypatch.setenv("JUDGE_REPLAY_MODE", "record")
+        monkeypatch.setenv("JUDGE_REPLAY_LEARN_URL", learn.url)
+        monkeypatch.setenv("JUDGE_REPLAY_ANTHROPIC_BASE_URL", model.url)
+    else:
+        (workdir / "pyproject.toml").write_text(f'[tool.judge-replay]\nmode = "record"\nlearn-url = "{learn.url}"\n'
+                                                f'anthropic-base-url = "{model.url}"\n', "utf-8")
+    assert main(["judge", "--prompt", "v3", "--claims", "claims/a.json", "--run", "runs/r", "--no-progress"]) == 0
+    assert capsys.readouterr().out.startswith("judge record:") and (workdir / "runs" / "r" / "run.json").is_file()
+    assert model.requests  # the stand-in answered: the endpoints came from there too
+
+
+@pytest.mark.parametrize("where, value, message", [
+    ("environment", "billed", "JUDGE_REPLAY_MODE must be one of live, record, replay, not 'billed'"),
+    ("pyproject", "billed", "pyproject.toml: [tool.judge-replay] mode must be one of live, record, replay"),
+])
+def test_a_bad_mode_setting_is_a_usage_error(workdir: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch,
+                                              where: str, value: str, message: str) -> None:
+    if where == "environment":
+        monkeypatch.setenv("JUDGE_REPLAY_MODE", value)
+    else:
+        (workdir / "pyproject.toml").write_text(f'[tool.judge-replay]\nmode = "{value}"\n', "utf-8")
+    assert main(["judge", "--prompt", "v3", "--claims", "claims", "--run", "runs/r"]) == 2
+    assert message in capsys.readouterr().err
 
 
 def test_default_learn_url_is_the_public_endpoint() -> None:

@@ -212,7 +212,7 @@ def test_an_override_of_a_listed_model_keeps_its_own_cache_ratios_and_step() -> 
     # Opus 5.5 reads at 0.05x input: a new input of $3 makes them $0.15, writes $3.75 / $6; output stays $20
     opus = price_table({"claude-opus-5-5": {"input": 3}})["claude-opus-5-5"]
     assert astuple(opus.rates) == pytest.approx((3, 20, 3.75, 6, 0.15))
-    # every kind given explicitly (the README's example) is exactly the bundled row's prices
+    # every kind given explicitly (the price reference's example) is exactly the bundled row's prices
     explicit = {"input": 4, "output": 20, "cache_write_5m": 5, "cache_write_1h": 8, "cache_read": 0.2}
     assert price_table({"claude-opus-5-5": explicit})["claude-opus-5-5"].rates == PRICES["claude-opus-5-5"].rates
     haiku = price_table({"claude-haiku-5-5": {"output": 0.6}})["claude-haiku-5-5"]
@@ -273,10 +273,10 @@ def test_a_hostile_override_in_pyproject_is_one_line_naming_the_file(tmp_path) -
 
 
 def test_the_readme_override_example_gives_each_model_its_listed_prices(tmp_path) -> None:
-    # the README's example, as a user pastes it: every listed model keeps exactly its bundled prices
-    readme = (REPO / "README.md").read_text("utf-8")
+    # the price reference's example (docs/reference/prices.md), as a user pastes it: every listed model keeps exactly its bundled prices
+    readme = (REPO / "docs" / "reference" / "prices.md").read_text("utf-8")
     block = re.search(r"```toml\n(\[tool\.judge-replay\.prices\]\n.*?)```", readme, re.DOTALL)
-    assert block is not None, "the README has no [tool.judge-replay.prices] example"
+    assert block is not None, "docs/reference/prices.md has no [tool.judge-replay.prices] example"
     (tmp_path / "pyproject.toml").write_text(block.group(1))
     table = project_prices(tmp_path)
     listed = [m for m in table if m in PRICES and table[m] is not PRICES[m]]
@@ -392,9 +392,9 @@ def test_budget_books_us_only_responses_at_1_1x_and_estimates_the_next_requests_
 
 
 def test_the_readme_price_table_is_the_bundled_one() -> None:
-    # every row of the README's table read back: the same five prices, the same US-only multiplier, every
-    # bundled model listed once (a price change that forgets the README fails here)
-    readme = (REPO / "README.md").read_text("utf-8")
+    # every row of the price reference's table read back: the same five prices, the same US-only multiplier, every
+    # bundled model listed once (a price change that forgets docs/reference/prices.md fails here)
+    readme = (REPO / "docs" / "reference" / "prices.md").read_text("utf-8")
     rows = [line for line in readme.splitlines() if line.startswith("| `claude-")]
     seen: dict[str, tuple[float, ...]] = {}
     for row in rows:

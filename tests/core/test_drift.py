@@ -321,3 +321,35 @@ def test_each_page_version_is_split_and_tokenised_once_whatever_the_number_of_cl
     assert page_lines._page_tokens.cache_info().misses <= len(texts)
     page_lines._lines.cache_clear()
     assert drift_report(**kwargs).model_dump_json() == report.model_dump_json()  # cold or warm: the same report
+
+
+def _drift_between(old: str, new: str, claim: str, quote: str):
+    url = "https://learn.microsoft.com/m"
+    return claim_drift(ClaimEvidence("docs/x.md", "x", claim, url, "grounded", quote),
+                       PageVersion(url, sha256_text(old), old), PageVersion(url, sha256_text(new), new))
+
+
+def test_a_quote_line_whose_words_changed_is_at_risk_though_a_line_like_it_remains():
+    # "are supported" became "are not supported" on the quote's line, with no value changed, while the
+    # line beside it still reads as the quote's did but for its subject: the claim is at risk, and its
+    # lines are the quote's line and what that line says now (not the neighbour that stayed)
+    old = ("# Regions\n\nBatch requests are supported in East US.\nStreaming requests are supported in East US.\n"
+           "| Feature | Status |\n|---|---|\n| Batch | Supported |\n| Streaming | Supported |\n")
+    new = old.replace("Batch requests are supported", "Batch requests are not supported").replace(
+        "| Batch | Supported |", "| Batch | Not supported |")
+    for quote, now in [("Batch requests are supported in East US.", "Batch requests are not supported in East US."),
+                       ("| Batch | Supported |", "| Batch | Not supported |")]:
+        d = _drift_between(old, new, "Batch requests are supported in East US.", quote)
+        assert is_at_risk(d) and d.status == "quote-gone", (quote, d)
+        assert (d.old, d.new) == (quote, now)
+
+
+@pytest.mark.parametrize("claim", ["m-1 has a context window of 128,000 tokens.", "m-1 has a context window of 128k tokens."])
+def test_a_number_spelled_another_way_is_no_value_change(claim):
+    # `128000` rewritten `128k` (and `32768` as `32,768`) is the same value: one spelling for every number
+    old = "# Models\n\n| model | context | output |\n|---|---|---|\n| m-1 | 128000 | 32768 |\n| m-2 | 64000 | 16384 |\n"
+    new = old.replace("| m-1 | 128000 | 32768 |", "| m-1 | 128k | 32,768 |")
+    d = _drift_between(old, new, claim, "| m-1 | 128000 | 32768 |")
+    assert d.status == "changed-quote-intact" and not is_at_risk(d), d
+    assert (d.old, d.new) == ("| m-1 | 128000 | 32768 |", "| m-1 | 128k | 32,768 |")
+    assert _drift_between(old, new.replace("128k", "128.5k"), claim, "| m-1 | 128000 | 32768 |").status == "value-changed"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from factories import parse_printed_command, write_json, write_run
-from replay.analysis.flip_inputs import explain_flips
+from replay.analysis import flip_inputs
 from replay.core.flips.prompt_diff import prompt_changes
 from replay.core.page_diff import region_diff, side_by_side
 from replay.prompts import load_prompt
@@ -24,6 +24,13 @@ LEARN_PAGES = DATA / "learn-pages"
 MODELS_URL = "https://learn.microsoft.com/azure/ai-services/openai/concepts/models"
 FILE = "docs/azure-openai-models.md"
 V2, V3 = load_prompt("v2").text, load_prompt("v3").text
+
+
+def explain_flips(*args, **kw):
+    """`flip_inputs.explain_flips` for the hand-made runs of these tests: they hold no model traffic, so a
+    sibling cannot replay and is not verified here (tests/cli/test_diff.py covers siblings that must verify)."""
+    kw.setdefault("verify_siblings", False)
+    return flip_inputs.explain_flips(*args, **kw)
 
 
 def learn_page(version: str, name: str) -> str:
@@ -600,3 +607,29 @@ def test_two_pages_of_one_name_are_told_apart_in_an_evidence_path():
     assert page_names([services, foundry, quotas, services]) == {
         services: "azure/ai-services/openai/concepts/model-retirements",
         foundry: "azure/ai-foundry/openai/concepts/model-retirements", quotas: "quotas-limits"}
+
+
+def test_a_run_s_own_samples_are_its_repeats_and_mark_the_flip_unstable(tmp_path):
+    # v2 → v3 on the same page: the prompt changed, so the flip would be the prompt's. But B (v3) judged the
+    # claim 3 times: not_grounded, grounded, not_grounded; one of its own samples gave A's verdict, so the
+    # majority flip is within B's model noise, with no sibling run, and the claim is marked unstable on B.
+    page = learn_page("after", "azure-openai-models.md")
+    a = run(tmp_path / "a", "v2", V2, [result("models-003", "grounded")], {MODELS_URL: page}, claims=[LOWER_BOUND])
+    sampled = {**result("models-003", "not_grounded"), "samples": [
+        result("models-003", "not_grounded"), result("models-003", "grounded"), result("models-003", "not_grounded")]}
+    b = run(tmp_path / "b", "v3", V3, [sampled], {MODELS_URL: page}, claims=[LOWER_BOUND], samples=3)
+    flip = explain_flips(a, b, discover=False).flips[0]
+    assert (flip.verdict_a, flip.verdict_b) == ("grounded", "not_grounded")
+    assert flip.primary_cause == "model" and "prompt" in flip.causes
+    own = flip.evidence.repeats.samples_b
+    assert own.n == 3 and own.verdicts == {"not_grounded": 2, "grounded": 1} and own.runs[0] == "b sample 1"
+    assert flip.evidence.repeats.unstable == ["b"]
+    assert "run B's own 3 samples of the claim gave not_grounded 2, grounded 1" in flip.summary
+    assert "[unstable claim: run B's own samples disagree on it]" in flip.summary
+
+    # B's samples all agree: a stable claim; the prompt moved it, the samples are recorded, nothing is unstable
+    steady = {**result("models-003", "not_grounded"), "samples": [result("models-003", "not_grounded")] * 3}
+    c = run(tmp_path / "c", "v3", V3, [steady], {MODELS_URL: page}, claims=[LOWER_BOUND], samples=3)
+    flip = explain_flips(a, c, discover=False).flips[0]
+    assert flip.primary_cause == "prompt" and flip.evidence.repeats.samples_b.n == 3
+    assert "unstable" not in flip.evidence.repeats.model_dump(exclude_unset=True) and "unstable" not in flip.summary

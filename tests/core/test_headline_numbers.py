@@ -7,7 +7,7 @@ How each number was derived (read this before updating it after a re-record of t
    demo/gold-correctness-set.json and cassettes/<v>-demo/results.json claim by claim.
    `test_hand_tables_are_the_demo_data` checks them against those files: when the demo runs are
    re-recorded, that test fails first and says which set moved; rework the sums in the comments from it.
-2. Binary outcome (SPEC.md "Scoring", positive = flagged `not_grounded`): TP = flagged and gold
+2. Binary outcome (docs "Scoring", positive = flagged `not_grounded`): TP = flagged and gold
    outdated/wrong; FP = flagged and gold correct/unsourced; FN = positive gold not flagged; TN = the rest.
    There are 43 gold claims: 14 positive (5 outdated + 9 wrong), 26 correct, 3 unsourced.
 3. Accuracy counts a claim right when its verdict is the gold label's verdict (correct -> grounded,
@@ -190,7 +190,7 @@ def test_mcnemar_p_from_the_discordant_counts(bakeoff_json, candidate):
 
 def test_gate_decisions(bakeoff_json):
     v3, v1 = _gate(bakeoff_json, "v3"), _gate(bakeoff_json, "v1")
-    # v3 against v2: P 9/15 -> 13/15 and R 9/14 -> 13/14 both rise: adopt (SPEC.md's gate)
+    # v3 against v2: P 9/15 -> 13/15 and R 9/14 -> 13/14 both rise: adopt (the adoption gate)
     assert v3["adopt"] is True and v3["within_noise"] is False
     assert v3["reason"].startswith("adopt: P 0.60→0.87, R 0.64→0.93; 10 discordant claims (9 only the candidate")
     # v1 against v2: P 9/15 -> 1/2 and R 9/14 -> 1/14 both fall: do not adopt

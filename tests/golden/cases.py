@@ -49,7 +49,7 @@ README_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/model
 GONE_URL = "https://learn.microsoft.com/azure/ai-foundry/foundry-models/concepts/deployment-types"
 """A page Learn could no longer retrieve in the 2026-09 snapshot (listed under its versions, by reason)."""
 DEMO_RUNS = ("v1-demo", "v2-demo", "v3-demo", "v2-demo-2026-09", "v3-demo-2026-09")
-SCHEMAS = ("claims", "gold", "results", "run", "grade", "diff", "drift")
+SCHEMAS = ("claims", "gold", "results", "run", "grade", "gate", "diff", "drift")
 DIFF_FORMATS = ("text", "markdown", "json", "html")
 
 # Placeholders; the harness substitutes them.

@@ -12,8 +12,8 @@ subprocesses. The environment of every command:
 
 - nothing of the caller's environment but PATH: no ANTHROPIC_*, JUDGE_REPLAY_*, SOURCE_DATE_EPOCH,
   proxy or colour settings leak in; HOME and TMPDIR are folders of the sandbox;
-- COLUMNS=200, LINES=50, TERM=dumb, NO_COLOR=1 (the output is a pipe, never a terminal: rich lays out
-  reports 160 columns wide and progress lines as plain lines), TZ=UTC, LC_ALL/LANG=C.UTF-8,
+- COLUMNS=80, LINES=50, TERM=dumb, NO_COLOR=1 (the output is a pipe, never a terminal: reports are laid
+  out 80 columns wide, as they are in a CI log, and progress lines as plain lines), TZ=UTC, LC_ALL/LANG=C.UTF-8,
   PYTHONIOENCODING=utf-8;
 - PYTHONDONTWRITEBYTECODE=1, so no run writes .pyc files into the repository's package;
 - PYTHONHASHSEED is left unset (random): an output that depended on hash order would be a bug the
@@ -306,13 +306,14 @@ def _base_env(ctx: _Context, case: Any) -> dict[str, str]:
         "TZ": "UTC",
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
-        "COLUMNS": "200",
+        "COLUMNS": "80",
         "LINES": "50",
         "TERM": "dumb",
         "NO_COLOR": "1",
         "PYTHONIOENCODING": "utf-8",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
+    env["JUDGE_REPLAY_CACHE_DIR"] = str(ctx.sandbox / CACHE_FOLDER / "cache")  # the derived caches: kept, not compared
     if case.cwd == "repo":
         env["JUDGE_REPLAY_NO_CACHE"] = "1"  # the repository's own .judge-replay/ is left alone
     return env

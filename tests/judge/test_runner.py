@@ -53,23 +53,15 @@ EXPECTED_V3 = {  # the stand-in policy, prompt v3
 
 
 @pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project folder as cwd, with pages and a claims folder of three files."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+def workdir(workdir: Path) -> Path:
+    """The shared `workdir` (cwd, no credential), with pages and a claims folder of three files."""
+    tmp_path = workdir
     for name, (url, body) in PAGES.items():
         (tmp_path / "pages").mkdir(exist_ok=True)
         (tmp_path / "pages" / name).write_text(f"---\nurl: {url}\n---\n{body}", "utf-8")
     for name, data in CLAIMS.items():
         write_json(tmp_path / "claims" / name, data)
     return tmp_path
-
-
-@pytest.fixture
-def stand_ins(workdir: Path) -> Iterator[tuple[Any, Any]]:
-    with start_learn(workdir / "pages") as learn, start_model() as model:
-        yield learn, model
 
 
 

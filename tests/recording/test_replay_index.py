@@ -16,9 +16,10 @@ from factories import LEARN, fetch_interaction
 from replay.core.cache_control import marker, without_breakpoints
 from replay.cassettes.interaction import Interaction
 from replay.cassettes.cassette import derived, load_cassette, save_cassette
-from replay.cassettes.cache import FOLDER, Cassette, entry_path
+from replay.cassettes.cache import cache_folder, Cassette, entry_path
 from replay.cassettes.matching import canonical_request, results_differences, sent_form, sent_key
-from replay.recording.recorder import HttpRecorder, _Sent
+from replay.recording.recorder import HttpRecorder
+from replay.recording.transport_patch import _Sent
 from replay.recording.tape import _Tape, _with_rpc_id
 from replay.analysis.verify import _fingerprint, _reproduced
 from replay.schema.results import FileResult
@@ -147,11 +148,6 @@ def test_a_conversations_tape_is_let_go_when_it_ends(tmp_path: Path) -> None:
     assert rec.unused() == {"docs/a.md": [1]} and rec.recorded_interactions == 2
 
 
-@pytest.fixture
-def project(cached_project: Path) -> Path:
-    return cached_project
-
-
 def test_a_valid_replay_index_entry_is_all_that_is_read(project: Path) -> None:
     cassette = project / "runs" / "r" / cassette_name("docs/a.md")
     save_cassette(cassette, [model_interaction({"model": "m", "messages": []}, "one")])
@@ -164,7 +160,7 @@ def test_a_valid_replay_index_entry_is_all_that_is_read(project: Path) -> None:
     first = derived(Cassette(cassette), derive, tag="test-index", code="1")
     document, index = entry_path(cassette), entry_path(cassette, "test-index")
     assert document is not None and index is not None and document.is_file() and index.is_file()
-    assert index.parent == project / FOLDER
+    assert index.parent == cache_folder()
     document.unlink()
     assert derived(Cassette(cassette), derive, tag="test-index", code="1") == first
     assert calls == [1] and not document.exists()  # neither parsed nor derived again

@@ -201,7 +201,7 @@ def test_the_demo_drift_report_prints_its_table_as_rich_prints_it(capsys, monkey
     assert table.row_count and plain_table(console_for(io.StringIO()), table) is not None
     main(["drift", "cassettes/v3-demo", "--against", "cassettes/v3-demo-2026-09"])
     printed = capsys.readouterr().out
-    assert by_rich(drift.claims_table(report)) in printed
+    assert by_rich(drift.claims_table(report), 1000) in printed  # COLUMNS=1000 (tests/conftest.py)
 
 
 @pytest.mark.parametrize("content", [Panel("a panel"), Text("tab\there"), Text("a\u2028b"), Text("x", end="")])

@@ -218,26 +218,67 @@ def test_a_run_that_cannot_be_read_is_named_not_the_store(tmp_path):
     assert caught.value.filename == str(run.path / MANIFEST)
 
 
-@pytest.mark.parametrize("harm", ["gone", "cut short"])
-def test_a_page_text_kept_beside_the_database_that_is_gone_or_cut_short_is_a_damaged_store(tmp_path, harm):
-    """diskcache keeps a text of 32 KB or more in a file of its own; a store missing it (a half-copied
-    folder) must not show the version as empty, nor two versions as the same."""
+class _Touch:
+    """A pickle that, unpickled, creates the file it names: proof that code ran."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _plant(store, key, mode, value, filename=None, raw=1):
+    """Put a row into the store's database as a hostile store carried in a repository would hold it."""
+    import sqlite3
+
+    con = sqlite3.connect(store / "cache.db")
+    with con:
+        con.execute("DELETE FROM Cache WHERE key = ?", (key,))
+        con.execute("INSERT INTO Cache (key, raw, store_time, expire_time, access_time, access_count, tag, size, mode,"
+                    " filename, value) VALUES (?, ?, 0, NULL, 0, 0, NULL, 0, ?, ?, ?)", (key, raw, mode, filename, value))
+    con.close()
+
+
+@pytest.mark.parametrize("where", ["url", "recording"])
+def test_a_pickled_value_in_a_store_is_never_unpickled_and_is_a_damaged_store(tmp_path, where):
+    """Issue 26, finding 1: a store planted in a repository with a `__reduce__` value ran code on `pages
+    history` and on an ordinary record."""
+    import pickle
+
     from replay.errors import InputError
 
-    big = "| row | value |\n" * 4000  # 64 KB: a real page's size
+    run = run_reading(tmp_path / "r1", V1, "2026-01-01T00:00:00Z")
     with PageStore(tmp_path / "store") as store:
-        store.add(URL, big, "2026-01-01T00:00:00Z", "r1")
-        store.add(URL, big + "| new | 1 |\n", "2026-02-01T00:00:00Z", "r2")
-    files = sorted((tmp_path / "store").rglob("*.val"))
-    assert len(files) == 2  # each text in a file of its own
-    for file in files:
-        if harm == "gone":
-            file.unlink()
-        else:
-            file.write_bytes(file.read_bytes()[:20_000])
+        store.index_run(run)
+    marker = tmp_path / "code-ran"
+    key = f"url:{normalise_learn_url(URL)}" if where == "url" else f"recording:{run.path.resolve()}#2026-01-01T00:00:00Z"
+    _plant(tmp_path / "store", key, 4, pickle.dumps(_Touch(marker)))  # diskcache's MODE_PICKLE
     with PageStore(tmp_path / "store") as store:
         with pytest.raises(InputError, match="store: not a page store, or a damaged one"):
             store.versions(URL)
+    assert not marker.exists()
+
+
+def test_a_pickled_key_or_a_value_file_anywhere_is_a_damaged_store_never_read(tmp_path):
+    import pickle
+
+    from replay.errors import InputError
+
+    with PageStore(tmp_path / "store") as store:
+        store.add(URL, V1, "2026-01-01T00:00:00Z", "r1")
+    marker = tmp_path / "code-ran"
+    _plant(tmp_path / "store", pickle.dumps(_Touch(marker)), 1, b"J{}", raw=0)
+    with PageStore(tmp_path / "store") as store:
+        with pytest.raises(InputError, match="store: not a page store, or a damaged one"):
+            store.urls()
+    assert not marker.exists()
+    _plant(tmp_path / "store", pickle.dumps(_Touch(marker)), 1, b"J{}", raw=1)  # a blob key: no longer pickled
+    _plant(tmp_path / "store", f"text:{sha256_text(V1)}", 2, None, filename="/dev/zero")  # MODE_BINARY, any path
+    with PageStore(tmp_path / "store") as store:
+        with pytest.raises(InputError, match="store: not a page store, or a damaged one"):
+            store.versions(URL)
+    assert not marker.exists()
 
 
 def test_a_version_read_by_no_run_is_a_damaged_store_not_a_crash(tmp_path):

@@ -110,7 +110,7 @@ def good_run(tmp_path: Path, services: tuple[str, str]) -> Path:
 
 
 def staged(root: Path) -> list[Path]:
-    folder = root / STAGING_FOLDER / "run"
+    folder = root / STAGING_FOLDER / "staging" / "run"
     return sorted(folder.glob("*.yaml")) if folder.is_dir() else []
 
 
@@ -135,6 +135,8 @@ def test_a_killed_rerecord_leaves_the_previous_run_as_it_was(good_run: Path, ser
     _, err = again.communicate(timeout=120)
     assert again.returncode == 0, err
     assert [c["file"] for c in json.loads((good_run / "run.json").read_text())["claims"]] == ["docs/small-00.md"]
+    # only the new run's cassette: none the killed recording had staged ships inside it
+    assert sorted(p.name for p in good_run.glob("*.yaml")) == ["docs_small-00.md.yaml"]
     assert not (root / STAGING_FOLDER).exists()  # no leftover beside it
     assert verify_run(good_run).problems == []
 
@@ -171,33 +173,81 @@ def test_an_interrupted_recording_removes_its_staging_folder(tmp_path: Path) -> 
 def test_a_folder_with_other_files_is_not_replaced(tmp_path: Path) -> None:
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "todo.txt").write_text("mine")
-    with pytest.raises(UsageError, match=r"notes holds files that are not part of a run \(todo.txt\)"):
+    with pytest.raises(UsageError, match=r"notes is not a run \(no run.json\) and is not empty \(it holds todo.txt\)"):
         RunFolderWriter(tmp_path / "notes").__enter__()
     assert (tmp_path / "notes" / "todo.txt").read_text() == "mine"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2 is Linux's")
+def test_on_linux_a_run_is_swapped_in_by_one_atomic_exchange_never_moved_aside(tmp_path: Path) -> None:
+    # the fallback (old run renamed aside to previous/<run> in the staging area, then the new one renamed in) leaves a moment
+    # with no run at all; Linux exchanges the two folders in one step and never touches <run>.previous.
+    # A folder sitting at that path (holding a file, so no rename can replace it) shows which way was taken
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text("old")
+    with RunFolderWriter(run) as writer:
+        (writer.staging / "run.json").write_text("new")
+        aside = writer.area / "previous" / "run"
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        aside.mkdir()
+        (aside / "kept").write_text("not the old run")
+        writer.commit()
+    assert (run / "run.json").read_text() == "new"
+    assert [p.name for p in aside.iterdir()] == ["kept"]  # the old run never went there
+
+def test_a_folder_that_is_no_run_is_refused_naming_what_it_holds_and_left_untouched(tmp_path: Path) -> None:
+    """Issue 26, finding 6: a folder without run.json holding ci.yaml, release.yaml and prompt.md lost
+    both YAML files and its prompt.md to a recording."""
+    folder = tmp_path / "wf"
+    folder.mkdir()
+    files = {"ci.yaml": "on: push\n", "release.yaml": "on: tag\n", "prompt.md": "mine\n"}
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    with pytest.raises(UsageError) as caught:
+        RunFolderWriter(folder).__enter__()
+    assert str(caught.value).count("\n") == 0
+    assert "wf is not a run (no run.json) and is not empty (it holds ci.yaml, prompt.md, release.yaml)" in str(caught.value)
+    assert {p.name: p.read_text() for p in folder.iterdir()} == files
+    assert not (tmp_path / STAGING_FOLDER).exists()
+
+
+def test_a_run_named_like_another_runs_lock_or_staging_never_collides(tmp_path: Path) -> None:
+    """Issue 26, finding 11: a run folder named `X.lock` was the lock file of the run `X` beside it."""
+    with RunFolderWriter(tmp_path / "X") as first:
+        (first.staging / "run.json").write_text("{}")
+        for name in ("X.lock", "X.previous", "X.batches.json"):
+            with RunFolderWriter(tmp_path / name) as other:
+                (other.staging / "run.json").write_text(name)
+                other.commit()
+            assert (tmp_path / name / "run.json").read_text() == name
+        first.commit()
+    assert (tmp_path / "X" / "run.json").read_text() == "{}"
+    assert not (tmp_path / STAGING_FOLDER).exists()
 
 
 def _half_swapped(tmp_path: Path, *, new_complete: bool) -> tuple[Path, dict[str, Any]]:
     """The state a kill leaves between the two renames of the fallback swap: the old run moved aside."""
     area = tmp_path / STAGING_FOLDER
-    (area / "run.previous").mkdir(parents=True)
-    (area / "run.previous" / "run.json").write_text("old")
-    (area / "run").mkdir()
-    (area / "run" / "a.yaml").write_text("new")
+    (area / "previous" / "run").mkdir(parents=True)
+    (area / "previous" / "run" / "run.json").write_text("old")
+    (area / "staging" / "run").mkdir(parents=True)
+    (area / "staging" / "run" / "a.yaml").write_text("new")
     if new_complete:
-        (area / "run" / "run.json").write_text("new")
+        (area / "staging" / "run" / "run.json").write_text("new")
     return tmp_path / "run", {}
 
 
 def test_a_half_done_swap_is_finished_with_the_complete_new_run(tmp_path: Path) -> None:
     run, _ = _half_swapped(tmp_path, new_complete=True)
     recover(run)
-    assert (run / "run.json").read_text() == "new" and not (tmp_path / STAGING_FOLDER / "run.previous").exists()
+    assert (run / "run.json").read_text() == "new" and not (tmp_path / STAGING_FOLDER / "previous" / "run").exists()
 
 
 def test_a_half_done_swap_of_an_incomplete_run_puts_the_old_one_back(tmp_path: Path) -> None:
     run, _ = _half_swapped(tmp_path, new_complete=False)
     recover(run)
-    assert (run / "run.json").read_text() == "old" and not (tmp_path / STAGING_FOLDER / "run.previous").exists()
+    assert (run / "run.json").read_text() == "old" and not (tmp_path / STAGING_FOLDER / "previous" / "run").exists()
 
 
 def test_a_read_only_parent_is_one_line_before_any_call(tmp_path: Path, services: tuple[str, str]) -> None:

@@ -1,4 +1,4 @@
-"""The model stand-in's judge policy: SPEC steps, numbers, the lower-bound rule, prompt-dependent rules."""
+"""The model stand-in's judge policy: the documented steps, numbers, the lower-bound rule, prompt-dependent rules."""
 
 import pytest
 

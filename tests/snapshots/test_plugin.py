@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import syrupy
 
-from factories import write_run
+from factories import sampled_claim, write_run
 from replay.errors import InputError
 from replay.snapshots.session import session_records
 from replay.snapshots.verdicts import RunVerdicts
@@ -149,12 +149,10 @@ def test_flipped_verdicts_fail_listing_exactly_the_changed_claims(project: pytes
     result = project.runpytest("-vv")
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
-    worktree = f"../{project.path.name}-snapshot-{commit}"
-    explain = (f"[ -d {worktree} ] || git -C . worktree add --detach {worktree} {commit}; "
-               f"judge-replay diff {worktree}/runs/r1 runs/r1")
+    explain = f"judge-replay diff --a-at {commit} runs/r1 runs/r1"
     result.stdout.fnmatch_lines([
         "*run r1 differs from its snapshot snapshots/r1/: 1 verdict flipped, 1 claim added, 1 removed",
-        "*explain the flips: " + explain.replace("[", "[[]"),  # a literal [ in fnmatch
+        "*explain the flips: " + explain,
         "*accept: pytest --snapshot-update, then review `git diff snapshots/r1/`",
         "*  docs/a.md:a-1  grounded → not_grounded  (rule R2, was R3)",
         "*  docs/b.md:b-2  added: grounded  (rule R5)",
@@ -162,11 +160,20 @@ def test_flipped_verdicts_fail_listing_exactly_the_changed_claims(project: pytes
     ])
     assert "a-2" not in out  # unchanged claims are not listed
     assert "1 snapshot failed" in out and "1 snapshot passed" in out
-    # the printed command works where it was printed, twice (the second time it reuses the worktree)
-    for _ in range(2):
-        done = run_in_shell(explain, project.path)
+    # the printed command works where it was printed, and from a subfolder with the path adjusted; it
+    # leaves nothing behind: no git worktree, no folder beside the project, no temporary folder
+    def git_worktrees() -> str:
+        return subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=project.path, capture_output=True,
+                              text=True, check=True).stdout
+    before, beside = git_worktrees(), sorted(project.path.parent.iterdir())
+    (project.path / "sub").mkdir()
+    for command, cwd in ((explain, project.path), (explain.replace("runs/r1", "../runs/r1"), project.path / "sub")):
+        done = run_in_shell(command, cwd)
         assert done.returncode == 0, done.stderr
-        assert "a-1  grounded → not_grounded" in done.stdout and f"{worktree}/runs/r1 → runs/r1" in done.stdout
+        assert "a-1  grounded → not_grounded" in done.stdout and f"runs/r1@{commit} → " in done.stdout
+        assert "judge-replay-at-" not in done.stdout + done.stderr  # the temporary folder is never named
+    assert git_worktrees() == before and sorted(project.path.parent.iterdir()) == beside
+    (project.path / "sub").rmdir()
 
     project.runpytest("--snapshot-update").assert_outcomes(passed=2)
     assert json.loads((project.path / "snapshots" / "r1" / "docs_b.md.json").read_text())["claims"][0]["id"] == "b-2"
@@ -183,7 +190,7 @@ def test_no_explain_command_diffs_against_a_commit_whose_run_is_not_the_snapshot
     project.runpytest("--snapshot-update").assert_outcomes(passed=2)  # (a) the update is not committed
     write_run(project.path / "runs" / "r1", results=r1_files(**{"a-2": {"judge_verdict": "grounded"}}))
     out = project.runpytest("-vv").stdout.str()
-    assert "explain the flips: no git commit holds snapshots/r1/ with its run" in out and "worktree add" not in out
+    assert "explain the flips: no git commit holds snapshots/r1/ with its run" in out and "--a-at" not in out
     # (b) the snapshot committed without its run: the commit holds the old run beside the new snapshot
     subprocess.run(["git", "add", "snapshots"], cwd=project.path, check=True, capture_output=True)
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "snapshots only"],
@@ -191,7 +198,7 @@ def test_no_explain_command_diffs_against_a_commit_whose_run_is_not_the_snapshot
     assert subprocess.run(["git", "status", "--porcelain", "snapshots"], cwd=project.path, capture_output=True,
                           text=True).stdout == ""
     out = project.runpytest("-vv").stdout.str()
-    assert "explain the flips: no git commit holds snapshots/r1/ with its run" in out and "worktree add" not in out
+    assert "explain the flips: no git commit holds snapshots/r1/ with its run" in out and "--a-at" not in out
 
 
 def test_seven_flips_at_default_verbosity_are_all_named(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -469,3 +476,54 @@ def test_explain_names_header_and_version_changes_and_formatting_only_difference
         "  the claims are the same: the snapshot files differ only in their formatting")
     assert RunVerdicts("r2", results) == RunVerdicts("r2", results.model_copy(update={"recorded_at": "now"}))
     assert RunVerdicts("r2", results) != RunVerdicts("r2", new_results)
+
+
+def test_run_paths_and_snapshots_are_taken_from_the_rootdir_when_pytest_starts_in_a_subfolder(
+        project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    project.makeini("[pytest]\n")  # the rootdir: the project, wherever pytest is started
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    sub = project.path / "tests" / "deeper"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    result = project.runpytest(str(project.path / "test_verdicts.py"))
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*2 snapshots passed*"])
+    assert not (sub / "snapshots").exists() and not (sub / "runs").exists()
+
+def sampled_files(a1: tuple[str | None, ...], a2: tuple[str | None, ...]) -> list[dict[str, Any]]:
+    """A run judged len(a1) times per claim: a-1 and a-2 with these verdicts in sample order."""
+    return [{"file": "docs/a.md", "results": [sampled_claim("a-1", *a1, rule="R1"), sampled_claim("a-2", *a2, rule="R2")]}]
+
+
+def test_a_run_with_samples_fails_on_a_majority_change_or_a_stable_claim_unsettled_not_within_its_spread(
+        project: pytest.Pytester) -> None:
+    ng, g = "not_grounded", "grounded"
+    write_run(project.path / "runs" / "r1", results=sampled_files((ng, ng, g), (g, g, g)), samples=3)
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    stored = json.loads((project.path / "snapshots" / "r1" / "docs_a.md.json").read_text())["claims"]
+    assert stored[0]["verdicts"] == {"grounded": 1, "not_grounded": 2, "source_silent": 0, "none": 0}
+    assert stored[1]["verdict"] == g and stored[1]["verdicts"]["grounded"] == 3
+    assert "verdicts" not in json.loads((project.path / "snapshots" / "r2" / "docs_c.md.json").read_text())["claims"][0]
+
+    # a-1 was unstable (ng 2, g 1) and is now ng 3: same majority, inside its recorded spread: shown, not failed
+    write_run(project.path / "runs" / "r1", results=sampled_files((ng, ng, ng), (g, g, g)), samples=3)
+    result = project.runpytest("-W", "default")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*SampleSpreadWarning: verdicts moved within their samples' recorded spread*",
+                                 "*docs/a.md:a-1  majority not_grounded held, within its recorded spread: verdicts "
+                                 "grounded 1, not_grounded 2 → not_grounded 3"])
+
+    # a-2 was stable (g 3) and is now g 2, no verdict 1: still a grounded majority, but unsettled: fails
+    write_run(project.path / "runs" / "r1", results=sampled_files((ng, ng, g), (g, None, g)), samples=3)
+    result = project.runpytest("-vv")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*run r1 differs from its snapshot snapshots/r1/: 0 verdicts flipped, 0 claims added, 0 removed, "
+        "1 stable became unstable",
+        "*  docs/a.md:a-2  stable grounded became unstable: verdicts grounded 3 → grounded 2, none 1"])
+
+    # a-1's majority moves from ng (2 of 3) to g (2 of 3): fails, naming the claim
+    write_run(project.path / "runs" / "r1", results=sampled_files((ng, g, g), (g, g, g)), samples=3)
+    result = project.runpytest("-vv")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*1 verdict flipped*", "*  docs/a.md:a-1  not_grounded → grounded*"])

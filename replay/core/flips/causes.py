@@ -6,8 +6,9 @@ the entry point) from run folders; nothing here reads a file or the network.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 from replay.core.flips.evidence import (
     ClaimTrace,
@@ -21,7 +22,8 @@ from replay.core.flips.evidence import (
 )
 from replay.core.flips.inputs import Key, Result, RunInput
 from replay.core.flips.prompt_diff import PromptState
-from replay.core.flips.repeats import _repeat_group, _repeats_evidence, _same_claim
+from replay.core.flips.repeats import _flip_rate, _repeat_group, _repeats_evidence, _same_claim
+from replay.core.samples import is_stable, sample_verdicts
 from replay.core.page_diff import changed_values, claim_values_on, line_values
 from replay.core.text import normalise_ws, value_tokens, without_thousands
 from replay.schema.claims import AnyClaim
@@ -39,6 +41,7 @@ from replay.schema.flip_evidence import (
     PageEvidence,
     PathEvidence,
     PointsTo,
+    Repeats,
     RepeatsEvidence,
     RunModel,
     RunPath,
@@ -262,6 +265,8 @@ def explain_flip(
             repeats.b = _repeats_evidence(runs, traces, group_b, key)
             if any(runs[i].results[key].judge_verdict == ra.judge_verdict for i in group_b):
                 within_noise = True
+    own_noise = _own_samples(repeats, a, ra, b, rb)  # a run's own samples repeat it: no sibling needed
+    within_noise = within_noise or own_noise
     if repeats.model_fields_set:
         evidence.repeats = repeats
     noise_note = ""
@@ -293,6 +298,9 @@ def explain_flip(
         summary = (f"unknown: {names} changed, but not where either verdict rests (each quote occurs in both "
                    "versions, or only the formatting changed); same prompt and evidence path: model noise, or the "
                    "page's change elsewhere (diff --confirm re-records the claim to tell)")
+    if repeats.unstable:
+        sides = " and ".join(side.upper() for side in repeats.unstable)
+        summary += f" [unstable claim: run {sides}'s own samples disagree on it]"
     confirmed = evidence.confirmed_cause
     if primary == "prompt+page" and confirmed in ("prompt", "page"):
         # Both inputs changed, but a controlled re-run held one fixed: it says which one moved the verdict.
@@ -382,9 +390,36 @@ def _claim_changed_flip(key: Key, a: RunInput, b: RunInput, gold: Mapping[Key, s
 
 def _noise_note(repeats: RepeatsEvidence) -> str:
     group = repeats.a_and_b or repeats.a or repeats.b
-    assert group is not None  # within noise: a side has repeats
+    if group is None:  # within noise by a run's own samples
+        own = repeats.samples_a if repeats.samples_a and len(repeats.samples_a.verdicts) > 1 else repeats.samples_b
+        assert own is not None
+        counts = ", ".join(f"{v} {n}" for v, n in own.verdicts.items())
+        side = "A" if own is repeats.samples_a else "B"
+        return (f"within noise: run {side}'s own {own.n} samples of the claim gave {counts} "
+                f"(flip rate {own.flip_rate:.2f})")
     counts = ", ".join(f"{v} {n}" for v, n in group.verdicts.items())
     return f"within noise: {group.n} runs with the same prompt and pages gave {counts} (flip rate {group.flip_rate:.2f})"
+
+
+def _own_samples(repeats: RepeatsEvidence, a: RunInput, ra: Result, b: RunInput, rb: Result) -> bool:
+    """Record each side's own samples of the claim (a run judged K >= 2 times) as its repeats, and which sides
+    are unstable on it; whether the flip is within that noise: one side's samples gave the other's verdict."""
+    within = False
+    unstable: list[Literal["a", "b"]] = []
+    for side, run, mine, other in (("a", a, ra, rb), ("b", b, rb, ra)):
+        verdicts = sample_verdicts(mine)
+        if len(verdicts) < 2:
+            continue
+        counted: Counter[Verdict | Literal["none"]] = Counter(v or "none" for v in verdicts)
+        own = Repeats(runs=[f"{run.name} sample {i}" for i in range(1, len(verdicts) + 1)], n=len(verdicts),
+                      verdicts=dict(counted), flip_rate=_flip_rate(verdicts))
+        setattr(repeats, f"samples_{side}", own)
+        if not is_stable(verdicts):
+            unstable.append(side)  # type: ignore[arg-type]
+        within = within or other.judge_verdict in verdicts
+    if unstable:
+        repeats.unstable = unstable
+    return within
 
 
 def _flip_prompt_evidence(prompts: PromptState, ra: Result, rb: Result) -> FlipPromptEvidence:

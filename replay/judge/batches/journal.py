@@ -180,7 +180,7 @@ class BatchJournal:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write_text(self.path, json.dumps(data, indent=1) + "\n")
 
-    def forget_failure(self, result: FileResult) -> None:
+    def forget_failure(self, result: FileResult, conversation: str | None = None) -> None:
         """A claims file's conversation just failed (`result`): set aside what a `--retry-failed --resume`
         (or a resume) must not take from the journal, dropped when the rounds have ended (`drop_forgotten`).
         Its entries read as no answer (errored...): taken, they would only count as submissions, and the
@@ -189,8 +189,9 @@ class BatchJournal:
         answer's entry: taken, it would fail the same way forever; it is asked again. A file that failed
         on a service after an answer (Learn, `--max-cost`, a failed round) keeps every answer, and a batch
         whose results were never read stays: none is paid for twice."""
-        self._forgotten |= self.unanswered.pop(result.file, set())
-        last = self.last_asked.pop(result.file, None)
+        key = conversation or result.file  # with samples, the conversation of one sample (`runs.names.conversation_label`)
+        self._forgotten |= self.unanswered.pop(key, set())
+        last = self.last_asked.pop(key, None)
         if last is not None and last[1] and result.failed_on_answer:
             self._forgotten |= {(str(b["id"]), last[0]) for b in self.batches if last[0] in b["requests"]}
 

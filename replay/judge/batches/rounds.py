@@ -299,6 +299,7 @@ class BatchRounds:
         for w in round_:  # a journaled batch not read yet, or one that answered it, before a new submission
             held = [h for h in self.journal.holders(w.digest) if h[0] not in self._results
                     or succeeded(self._results[h[0]].get(h[1]))]
+            held.sort(key=lambda h: h[1] != w.custom_id)  # its own entry first: samples of a file ask alike
             if held:
                 from_journal.setdefault(held[0][0], []).append(w)
                 w.custom_id = held[0][1]
