@@ -114,7 +114,7 @@ def _verify(run: Run) -> VerifyReport:
 def _unnamed_cassettes(run: Run) -> list[str]:
     """A cassette in the run folder that run.json names for no claims file: it ships with the run, but no
     replay reads it (a stale one, as a reused staging folder of a killed recording would leave)."""
-    named = {entry.cassette for entry in run.manifest.claims}
+    named = {name for entry in run.manifest.claims for name in entry.cassettes}  # samples 2..K too
     return [f"{path.name}: a cassette run.json names for no claims file (no replay reads it)"
             for path in sorted(run.path.glob("*" + CASSETTE_SUFFIX)) if path.name not in named]
 

@@ -33,13 +33,6 @@ CLAIMS = REPO / "demo" / "claims"
 CLI = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
 
 
-@pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    return tmp_path
-
-
 def batch_record_args(learn: Any, model: Any) -> list[str]:
     """`judge` recording the demo claims into `batch` with --batch, against the given stand-ins."""
     return ["judge", "--prompt", "v3", "--claims", str(CLAIMS), "--run", "batch", "--mode", "record",
@@ -230,7 +223,7 @@ def test_a_resume_of_another_run_is_refused_and_unused_batches_are_not_the_runs(
         workdir: Path, demo_learn: Any, capsys: Any) -> None:
     with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.05)) as model:
         # a run stopped by --max-cost after its first round keeps its journal: what the run is, its round times
-        assert judge_demo(demo_learn, model, "batch", "--batch", "--max-cost", "0.26") == 1
+        assert judge_demo(demo_learn, model, "batch", "--batch", "--max-cost", "0.26", "--max-tokens", "8192") == 1
         capsys.readouterr()
         journal = journal_path(workdir / "batch")
         kept = json.loads(journal.read_text("utf-8"))
@@ -239,19 +232,20 @@ def test_a_resume_of_another_run_is_refused_and_unused_batches_are_not_the_runs(
         submitted = len(model.app.batches.log)
 
         # another prompt, or another claims set: refused before anything is submitted, the journal kept
-        assert judge_demo(demo_learn, model, "batch", "--batch", "--resume", "--prompt", "v2") == 2
+        assert judge_demo(demo_learn, model, "batch", "--batch", "--resume", "--prompt", "v2", "--max-tokens", "8192") == 2
         assert "another prompt" in capsys.readouterr().err
         one_file = str(next(iter(sorted(CLAIMS.glob("*.json")))))
         assert main(["judge", "--prompt", "v3", "--claims", one_file, "--run", "batch", "--mode", "record",
                      "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch",
-                     "--resume"]) == 2
+                     "--resume", "--max-tokens", "8192"]) == 2
         assert "another set of claims files" in capsys.readouterr().err
         assert len(model.app.batches.log) == submitted and journal.is_file()
 
         # a journaled batch the run never reads is not one of the run's batches
         kept["batches"].append({"id": "msgbatch_never_read", "requests": {"x-t1": "0" * 64}})
         journal.write_text(json.dumps(kept), "utf-8")
-        assert judge_demo(demo_learn, model, "batch", "--batch", "--resume") == 0, capsys.readouterr().err
+        assert judge_demo(demo_learn, model, "batch", "--batch", "--resume", "--max-tokens", "8192") == 0, \
+            capsys.readouterr().err
         log = list(model.app.batches.log)
     manifest = Run(workdir / "batch").manifest
     assert manifest.batch_ids == list(dict.fromkeys(s.batch_id for s in log))
@@ -329,12 +323,14 @@ def test_a_live_batch_run_without_a_run_folder_cancels_and_names_its_batch_when_
         workdir: Path, demo_learn: Any) -> None:
     # `--mode live --batch` without --run keeps no journal: a batch still running when it is stopped could
     # never be resumed, and would be billed unused. It is canceled, and named
-    with start_model(batch_settings=BatchSettings(delay=60)) as model:
+    served: list[str] = []  # the stand-in's request lines
+    with start_model(batch_settings=BatchSettings(delay=60), log=served.append) as model:
         args = [*batch_record_args(demo_learn, model), "--out", "r.json"]
         at = args.index("--run")
         args[at:at + 4] = ["--mode", "live"]  # no --run: no journal
-        proc = started_until(args, workdir, lambda: bool(model.app.batches.log), "submitted its first batch")
-        time.sleep(0.5)  # its id is back
+        proc = started_until(args, workdir, lambda: any(f"GET /v1/messages/batches/{b.id} " in line for line in list(served)
+                                                        for b in model.app.batches.newest_first()),
+                             "polled its first batch (so its id is back)")
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         [batch] = model.app.batches.newest_first()

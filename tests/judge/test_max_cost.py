@@ -24,13 +24,6 @@ CLAIMS = REPO / "demo" / "claims"
 MAX_COST_REACHED = "max_cost_reached"
 
 
-@pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    return tmp_path
-
-
 def usage_cost(run: Path, *, batch: bool = False) -> float:
     """The run's cost worked out here from the usage in its results.json (not from its cost_usd fields)."""
     results = json.loads((run / "results.json").read_text("utf-8"))
@@ -68,7 +61,9 @@ def test_max_cost_stops_before_the_call_that_could_pass_it_and_keeps_what_was_ju
         workdir: Path, demo_learn: Any, capsys: Any) -> None:
     with start_model() as model:
         # one conversation at a time: which call is refused does not depend on thread timing
-        assert judge_demo(demo_learn, model, "capped", "--max-cost", "0.2", "--concurrency", "1") == 1
+        # answers of at most 8192 tokens: a call's estimate (max_tokens of output) leaves room under $0.2
+        assert judge_demo(demo_learn, model, "capped", "--max-cost", "0.2", "--concurrency", "1",
+                          "--max-tokens", "8192") == 1
         err = capsys.readouterr().err
         results = json.loads((workdir / "capped" / "results.json").read_text("utf-8"))
         stopped = [f for f in results["files"] if f["error"]]
@@ -76,7 +71,7 @@ def test_max_cost_stops_before_the_call_that_could_pass_it_and_keeps_what_was_ju
         assert judged and stopped  # some files finished within the limit, the others were stopped
         assert all(MAX_COST_REACHED in f["error"] and "--max-cost $0.2000 reached" in f["error"] for f in stopped)
         assert "--max-cost $0.2000 reached" in err and "--retry-failed" in err
-        assert "--retry-failed --max-cost 0.2" in err  # the printed command keeps the run's choices
+        assert "--retry-failed --max-cost 0.2 --max-tokens 8192" in err  # the printed command keeps the run's choices
         assert usage_cost(workdir / "capped") <= 0.2
         assert results["cost_usd"] == pytest.approx(usage_cost(workdir / "capped"), abs=1e-5)
 
@@ -84,7 +79,8 @@ def test_max_cost_stops_before_the_call_that_could_pass_it_and_keeps_what_was_ju
         # --retry-failed records only the stopped files
         assert main(["cassettes", "verify", "capped"]) == 0, capsys.readouterr().out
         requests_before = len(model.requests)
-        assert judge_demo(demo_learn, model, "capped", "--retry-failed", "--max-cost", "5") == 0, capsys.readouterr().err
+        assert judge_demo(demo_learn, model, "capped", "--retry-failed", "--max-cost", "5",
+                          "--max-tokens", "8192") == 0, capsys.readouterr().err
     after = json.loads((workdir / "capped" / "results.json").read_text("utf-8"))
     assert not [f for f in after["files"] if f["error"]]
     assert {f["file"]: f for f in after["files"] if f["file"] in {j["file"] for j in judged}} == {

@@ -113,7 +113,7 @@ def test_add_samples_keeps_the_recorded_ones_and_reads_their_pages(tmp_path: Pat
         assert judge_demo(demo_learn, model, str(run)) == 0
         before = snapshot(run)
         fetched = len(demo_learn.fetches)
-        common = ["--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress"]
+        common = ["--mode", "record", "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress"]
         assert main(["judge", "--add-samples", "2", "--run", str(run), *common]) == 0
         assert len(demo_learn.fetches) == fetched  # every page served from the recorded sample
         after = snapshot(run)
@@ -137,7 +137,7 @@ def test_a_kill_while_samples_are_added_leaves_the_run_as_it_was(tmp_path: Path,
         before = snapshot(run)
         staging = tmp_path / ".judge-replay-staging" / "run"
         command = [sys.executable, "-m", "replay.cli.main", "judge", "--add-samples", "3", "--run", str(run),
-                   "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress",
+                   "--mode", "record", "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress",
                    "--concurrency", "1"]
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
@@ -150,7 +150,7 @@ def test_a_kill_while_samples_are_added_leaves_the_run_as_it_was(tmp_path: Path,
         finally:
             proc.wait()
         assert snapshot(run) == before  # killed mid-way: as it was
-        common = ["--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress"]
+        common = ["--mode", "record", "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress"]
         assert main(["judge", "--add-samples", "1", "--run", str(run), *common]) == 0
     assert json.loads((run / "run.json").read_text())["samples"] == 2
     assert main(["cassettes", "verify", str(run)]) == 0
