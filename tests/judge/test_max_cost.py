@@ -92,7 +92,7 @@ def test_max_cost_in_batch_mode_stops_before_a_batch_and_resume_pays_for_nothing
         workdir: Path, demo_learn: Any, capsys: Any) -> None:
     with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.05)) as model:
         # the first round (5 requests, estimated at $0.2528 at batch prices) fits, the second (larger) does not
-        assert judge_demo(demo_learn, model, "batch", "--batch", "--max-cost", "0.26") == 1
+        assert judge_demo(demo_learn, model, "batch", "--batch", "--max-cost", "0.26", "--max-tokens", "8192") == 1
         err = capsys.readouterr().err
         assert "--max-cost $0.2600 reached: a batch of" in err and "every conversation failed" in err
         first = list(model.app.batches.log)
@@ -117,17 +117,17 @@ def test_max_cost_in_batch_mode_stops_before_a_batch_and_resume_pays_for_nothing
     assert manifest.max_cost_usd == 5 and manifest.cache is True
     assert "--retry-failed --batch --max-cost 5" in retry_failed_command(manifest, "batch")
     assert rerecord_command(manifest.model_copy(update={"cache": False}), ["c.json"], "again").endswith(
-        "--batch --no-cache --max-cost 5")
+        "--batch --no-cache --max-cost 5 --max-tokens 8192")
     assert manifest.cost_usd == pytest.approx(usage_cost(workdir / "batch", batch=True), abs=1e-5)
 
 
 def test_a_retry_in_batch_mode_prices_each_file_as_it_was_billed(workdir: Path, demo_learn: Any, capsys: Any) -> None:
     with start_model(batch_settings=BatchSettings(delay=0.05)) as model:
-        assert judge_demo(demo_learn, model, "mixed", "--max-cost", "0.2", "--concurrency", "1") == 1
+        assert judge_demo(demo_learn, model, "mixed", "--max-cost", "0.2", "--concurrency", "1", "--max-tokens", "8192") == 1
         err = capsys.readouterr().err
         retry = shlex.split(err.split("To record just those again:\n", 1)[1].splitlines()[0].strip())
         assert "--batch" not in retry  # the run called the model directly
-        assert judge_demo(demo_learn, model, "mixed", "--retry-failed", "--batch") == 0, capsys.readouterr().err
+        assert judge_demo(demo_learn, model, "mixed", "--retry-failed", "--batch", "--max-tokens", "8192") == 0, capsys.readouterr().err
     results = json.loads((workdir / "mixed" / "results.json").read_text("utf-8"))
     by_batch = Counter(f["batch"] for f in results["files"])
     assert by_batch[True] and by_batch[False]  # kept files were direct calls, the retried ones batch entries

@@ -135,7 +135,7 @@ def test_a_kill_while_samples_are_added_leaves_the_run_as_it_was(tmp_path: Path,
     with start_model() as model:
         assert judge_demo(demo_learn, model, str(run)) == 0
         before = snapshot(run)
-        staging = tmp_path / ".judge-replay-staging" / "run"
+        staging = tmp_path / ".judge-replay-staging" / "staging" / "run"
         command = [sys.executable, "-m", "replay.cli.main", "judge", "--add-samples", "3", "--run", str(run),
                    "--mode", "record", "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress",
                    "--concurrency", "1"]
