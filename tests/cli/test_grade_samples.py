@@ -61,13 +61,13 @@ def test_a_stricter_gate_stability_setting_refuses_and_prints_the_commands(proje
     assert main(["grade", "runs/v3", "--gold", "gold.json", "--baseline", "runs/v2", "--json"]) == 0
     gate = json.loads(capsys.readouterr().out)["gate"]
     assert gate["adopt"] is False and gate["model_noise"]["required"] == 0.99
-    assert gate["model_noise"]["settle"][0].startswith("judge-replay judge --add-samples ")
+    assert gate["model_noise"]["settle"][0].startswith("judge-replay judge --mode record --add-samples ")
     assert "--run runs/v2" in gate["model_noise"]["settle"][0]
     # cost per sample: each run's priced usage / its K (v2: 100K input tokens once, v3: 300K over 3 samples)
     assert gate["model_noise"]["settle_cost_usd"] > 0
     assert main(["grade", "runs/v3", "--gold", "gold.json", "--baseline", "runs/v2"]) == 0
     text = capsys.readouterr().out
-    assert "to settle it (" in text and "judge-replay judge --add-samples" in text
+    assert "to settle it (" in text and "judge-replay judge --mode record --add-samples" in text
 
 
 def test_a_bad_gate_stability_setting_is_one_line(project, capsys):

@@ -48,8 +48,8 @@ def test_stability_worked_on_paper():
     assert decision.reason.startswith("do not adopt: model noise: the decision holds in 7")
     assert "the rule alone: adopt: P 1.00→1.00, R 0.50→0.75" in decision.reason
     assert noise.measured and noise.samples == {"baseline": 1, "candidate": 2} and noise.settle_samples == 5
-    assert noise.settle == ["judge-replay judge --add-samples 4 --run runs/base",
-                            "judge-replay judge --add-samples 3 --run runs/cand"]
+    assert noise.settle == ["judge-replay judge --mode record --add-samples 4 --run runs/base",
+                            "judge-replay judge --mode record --add-samples 3 --run runs/cand"]
     # cost per sample = the run's cost / its K: 4 x 0.30 + 3 x 0.80 / 2 = 1.20 + 1.20
     assert noise.settle_cost_usd == pytest.approx(2.40)
 

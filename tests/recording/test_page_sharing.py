@@ -118,11 +118,12 @@ def test_a_recording_at_concurrency_8_fetches_each_page_once_and_verifies(
 
 def test_the_page_store_indexes_a_recording_from_memory_as_from_its_cassettes(
         tmp_path: Path, demo_learn: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from replay.cassettes.cache import FOLDER
+    from replay.cassettes.cache import FOLDER_VARIABLE, cache_folder
     from replay.runs.page_store import PageStore
     from replay.runs.folder import Run
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(FOLDER_VARIABLE, str(tmp_path / "parse-cache"))  # the parse cache this test can see
     (tmp_path / "pyproject.toml").write_text("[tool.judge-replay]\n", "utf-8")
     missing = {"file": "docs/retired.md", "claims": [
         {"id": "r-1", "claim": "Model foo-1 retires in 2030.", "claim_type": "status",
@@ -131,7 +132,7 @@ def test_the_page_store_indexes_a_recording_from_memory_as_from_its_cassettes(
     with start_model() as model:
         run_judge("v3", [str(DEMO / "claims"), "retired.json"], "runs/r", "record", model="claude-test", learn_url=demo_learn.url,
                   anthropic_base_url=model.url, concurrency=4, progress=False)
-    assert not (tmp_path / FOLDER).exists()  # no cassette just written was parsed again to index it
+    assert not cache_folder().exists()  # no cassette just written was parsed again to index it
     run = Run(tmp_path / "runs" / "r")
     with PageStore(tmp_path / ".judge-replay" / "pages") as from_memory, PageStore(tmp_path / "again") as again:
         assert again.index_run(run)
