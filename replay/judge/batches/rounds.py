@@ -61,6 +61,7 @@ from replay.errors import RecordingFailed, ReplayError, SystemFailed, debugging
 from replay.files.paths import os_error_about, system_error_text
 from replay.judge.batches.answers import (Answer, STATUS_OF_ERROR, api_failure, budget_answer, curable, entry_error,
                                           error_answer, retry_after, succeeded)
+from replay.judge.batches.cancels import cancel_unkept
 from replay.judge.batches.journal import BatchJournal, custom_id, request_digest
 from replay.learn.wire import STAND_IN_HEADER
 
@@ -164,7 +165,7 @@ class BatchRounds:
         if self.journal.path is None:  # no journal (a live run without --run): nothing could resume these
             for batch_id in sorted(self._in_flight):
                 print(f"judge-replay: batch {batch_id} had not ended when the run stopped, and a run without --run "
-                      f"keeps no journal to resume it from, {self._cancel_unkept(batch_id)}", file=sys.stderr)
+                      f"keeps no journal to resume it from, {cancel_unkept(self._client, batch_id)}", file=sys.stderr)
 
     def stop(self) -> None:
         """End the rounds (Ctrl-C, or the run is over); waiting conversations are interrupted."""
@@ -426,7 +427,7 @@ class BatchRounds:
 
     def _journal_failed(self, exc: OSError | ReplayError, unkept: str | None = None) -> SystemFailed:
         """The error that stops the run when the journal cannot be written (a full disk): the journal and
-        why, what became of the batch `unkept` it could not keep (`_cancel_unkept`), and that the batches
+        why, what became of the batch `unkept` it could not keep (`cancels.cancel_unkept`), and that the batches
         it holds are kept for `--resume`."""
         if isinstance(exc, OSError):
             named = exc if exc.filename or self.journal.path is None else os_error_about(exc, self.journal.path)
@@ -434,36 +435,10 @@ class BatchRounds:
         else:
             said = [str(exc)]  # an InputError names its file
         if unkept is not None:
-            said.append(f"batch {unkept} was submitted but could not be kept in this journal, {self._cancel_unkept(unkept)}")
+            said.append(f"batch {unkept} was submitted but could not be kept in this journal, {cancel_unkept(self._client, unkept)}")
         if self.journal.batches:
             said.append(f"the {len(self.journal.batches)} batch(es) the journal holds are kept for --resume")
         return SystemFailed("; ".join(said))
-
-    def _cancel_unkept(self, batch_id: str) -> str:
-        """Cancel a batch submitted that the journal could not keep: no `--resume` could find it, so it
-        would be paid for unused (requests it already ran are billed anyway). What became of it, in words.
-        The run is stopping: no retries, and at most `_CANCEL_SECONDS` in all (a server that did not
-        answer the cancel is not asked again)."""
-        client = self._client.with_options(timeout=_CANCEL_SECONDS / 2, max_retries=0)
-        failed = ""
-        batch: anthropic.types.messages.MessageBatch | None = None
-        try:
-            batch = client.messages.batches.cancel(batch_id)
-        except Exception as cancel:  # an API error, or anything else: the batch must still be named
-            if isinstance(cancel, anthropic.APIStatusError):
-                failed = cancel.api_message or cancel.message
-                try:  # it answered: ask what the batch is (ended already?)
-                    batch = client.messages.batches.retrieve(batch_id)
-                except Exception:
-                    batch = None
-            else:
-                failed = "no answer in time" if isinstance(cancel, anthropic.APITimeoutError) else str(cancel)
-        if batch is not None and batch.cancel_initiated_at is not None:
-            return "so its cancellation was asked for (requests already running may still finish, and are billed)"
-        if batch is not None and batch.processing_status == "ended":
-            return "and it had already ended (its requests are billed)"
-        status = f"it is {batch.processing_status}" if batch is not None else "its state is unknown"
-        return f"and canceling it failed ({failed or status}): cancel it in the Claude Console"
 
     def _wait_for(self, batch_id: str, waiting: list[_Waiting]) -> None:
         """Poll a batch until it has ended (showing its progress), then read its results; a refusal worth
@@ -616,11 +591,6 @@ class BatchRounds:
         with self._cond:
             self._waiting = {key: other for key, other in self._waiting.items() if other is not w}
         w.done.set()
-
-
-_CANCEL_SECONDS = 30.0
-"""How long canceling a batch the journal could not keep may take in all (the cancel, then reading the
-batch back when the cancel was refused; no retries: the run is stopping)."""
 
 
 class _Stopped(Exception):
