@@ -34,6 +34,7 @@ SETTINGS: dict[str, str] = {
     "learn-url": "a string",
     "anthropic-base-url": "a string",
     "concurrency": "a whole number of at least 1",
+    "max-tokens": "a whole number of at least 1",
     "mode": "one of live, record, replay",
     "samples": "a whole number of at least 1",
     "cassettes": "a path string",

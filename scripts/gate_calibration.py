@@ -60,7 +60,7 @@ def record(prompt: str, run: Path, *, samples: int, noise: float, seed: int, lea
     from replay.judge.model_route import ModelRoute
     from replay.judge.runner import run_judge
     from replay.sim import start_model
-    from replay.sim.model import ModelNoise
+    from replay.sim.noise import ModelNoise
 
     with start_model(port=0, noise=ModelNoise(noise, seed)) as model:
         run_judge(prompt, [CLAIMS], run, "record", model=MODEL, learn_url=learn_url, anthropic_base_url=model.url,

@@ -175,7 +175,7 @@ def record(runs: list[DemoRun], *, force: bool = False) -> None:
             print(f"recording {CASSETTES / run.name} (prompt {run.prompt}, pages {run.snapshot})", file=sys.stderr)
             when = datetime.strptime(run.recorded_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
             os.environ["SOURCE_DATE_EPOCH"] = str(int(when.timestamp()))
-            from replay.sim.model import ModelNoise
+            from replay.sim.noise import ModelNoise
 
             noise = ModelNoise(run.noise, run.seed) if run.noise else None
             with start_model(port=0, noise=noise) as model:

@@ -12,7 +12,7 @@ import click
 
 from replay.cli._output import examples, no_dash
 from replay.core.budget import CostBudget
-from replay.core.commands import judge_command, retry_failed_command
+from replay.core.commands import DEFAULT_MAX_TOKENS, judge_command, retry_failed_command
 from replay.core.cost import cost_line, file_cost, format_usd, total_usd
 from replay.core.sample_results import split
 from replay.core.display import printable
@@ -71,6 +71,9 @@ EPILOG = "\n\n".join([
 @click.option("--pages-from", type=click.Path(file_okay=False),
               help="Serve every Learn call from this run's cassettes while the model runs live.")
 @click.option("--concurrency", type=int, default=None, help="Conversations at once (default 4).")
+@click.option("--max-tokens", type=int, default=None, metavar="N",
+              help=f"The most tokens one model answer may use, thinking included ([tool.judge-replay] max-tokens, "
+                   f"else {DEFAULT_MAX_TOKENS}): an answer cut off at it fails its file; raise it there.")
 @click.option("--force", is_flag=True, help="Record over a frozen run; with --mode live, write over a recorded run (its cassettes go).")
 @click.option("--retry-failed", is_flag=True,
               help="Record again only the claims files that failed in --run; keep the others as recorded.")
@@ -80,6 +83,8 @@ EPILOG = "\n\n".join([
               "minutes to hours): record or live.")
 @click.option("--resume", is_flag=True, help="With --batch: continue an interrupted batch run into --run from the "
               "batches it already submitted (nothing answered is paid for again).")
+@click.option("--resubmit-archived", is_flag=True, help="With --batch: pay again for the requests of a batch the API "
+              "archived before the run read its results (past retention); without it the run stops and says so.")
 @click.option("--no-cache", is_flag=True, help="No prompt-caching breakpoints (caching is on by default).")
 @click.option("--samples", type=int, default=None, metavar="K",
               help="Judge each claims file in K independent conversations (default 1; [tool.judge-replay] samples): "
@@ -102,12 +107,14 @@ def command(
     anthropic_base_url: str | None,
     pages_from: str | None,
     concurrency: int | None,
+    max_tokens: int | None,
     force: bool,
     retry_failed: bool,
     out: str | None,
     no_progress: bool,
     batch: bool,
     resume: bool,
+    resubmit_archived: bool,
     no_cache: bool,
     samples: int | None,
     add_samples: int | None,
@@ -146,6 +153,11 @@ def command(
     if max_cost is not None and (mode == "replay" or not (math.isfinite(max_cost) and max_cost > 0)):
         raise UsageError("--max-cost limits what a live or record run is billed: give a positive USD amount"
                          if mode != "replay" else "--max-cost limits a billed run; replay calls nothing and is free")
+    if max_tokens is not None and (mode == "replay" or max_tokens < 1):
+        raise UsageError("--max-tokens sizes what a live or record run asks for: give a whole number of at least 1"
+                         if mode != "replay" else "--max-tokens is the recorded run's own in replay: leave it out")
+    if resubmit_archived and not batch:
+        raise UsageError("--resubmit-archived pays again for an archived batch's requests: use it with --batch")
     if resume and not batch:
         raise UsageError("--resume continues an interrupted batch run: use it with --batch")
     for flag, url in (("--learn-url", learn_url), ("--anthropic-base-url", anthropic_base_url)):
@@ -160,7 +172,7 @@ def command(
         from replay.judge.model_route import ModelRoute
 
         route = (ModelRoute.batched(run_dir, resume=resume, cache=not no_cache, progress=not no_progress,
-                                    budget=budget) if batch
+                                    budget=budget, resubmit_archived=resubmit_archived) if batch
                  else ModelRoute(cache=not no_cache, budget=budget))
 
     learn_url = str(setting("learn_url", learn_url, LEARN_MCP_URL))
@@ -179,6 +191,7 @@ def command(
             anthropic_base_url=anthropic_base_url,
             pages_from=pages_from,
             concurrency=int(setting("concurrency", concurrency, 4)),
+            max_tokens=int(setting("max_tokens", max_tokens, DEFAULT_MAX_TOKENS)),
             progress=not no_progress,
             force=force,
             retry_failed=retry_failed,

@@ -14,7 +14,7 @@ from replay.cli._output import examples
 from replay.errors import UsageError
 from replay.sim import StandIn, start_learn, start_model
 from replay.sim.batches import BatchSettings
-from replay.sim.model import ModelNoise
+from replay.sim.noise import ModelNoise
 from replay.urls import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT
 
 
@@ -97,6 +97,19 @@ def learn(pages: Path, port: int, strict_sessions: bool, fail_first: int, fail_s
               help="Batch entries whose custom_id contains TEXT are errored on their first submission.")
 @click.option("--batch-expired", metavar="TEXT", default=None,
               help="Batch entries whose custom_id contains TEXT expire on their first submission.")
+@click.option("--batch-error-type", default="api_error", show_default=True, metavar="TYPE",
+              type=click.Choice(["api_error", "overloaded_error", "rate_limit_error", "timeout_error",
+                                 "invalid_request_error", "authentication_error", "permission_error",
+                                 "not_found_error", "billing_error"]),
+              help="The error type of the entries --batch-errored fails.")
+@click.option("--rate-limited", type=click.IntRange(0), default=0, show_default=True, metavar="N",
+              help="The first N calls of each kind (messages, batch create, list, status, results, cancel) get "
+                   "429 rate_limit_error with retry-after.")
+@click.option("--retry-after", type=click.IntRange(0), default=0, show_default=True, metavar="SECONDS",
+              help="The retry-after of the --rate-limited 429s.")
+@click.option("--archive-after", type=click.FloatRange(0), default=None, metavar="SECONDS",
+              help="Archive each batch SECONDS after it ended: archived_at set, no results_url, its results "
+                   "gone (as past retention).")
 @click.option("--cut-off", "cut_off", metavar="FILE", multiple=True,
               help="The conversation of claims file FILE (e.g. docs/evaluation.md) outgrows the context window: "
                    "its final answer stops with model_context_window_exceeded.")
@@ -108,7 +121,8 @@ def learn(pages: Path, port: int, strict_sessions: bool, fail_first: int, fail_s
 @_VERBOSE
 @_QUIET
 def model(port: int, no_thinking: bool, fetch_per_turn: int, batch_delay: float, batch_errored: str | None,
-          batch_expired: str | None, cut_off: tuple[str, ...], noise: float, seed: int, verbose: bool,
+          batch_expired: str | None, batch_error_type: str, rate_limited: int, retry_after: int,
+          archive_after: float | None, cut_off: tuple[str, ...], noise: float, seed: int, verbose: bool,
           quiet: bool) -> None:
     """Serve the Messages API with a deterministic judge policy; prints the base URL first.
 
@@ -119,11 +133,18 @@ def model(port: int, no_thinking: bool, fetch_per_turn: int, batch_delay: float,
     --cut-off file, makes the final answer stop with model_context_window_exceeded. --noise P makes
     close calls flip to their runner-up verdict with probability P (reproducible with --seed), and the
     runs recorded against it say that the noise was simulated.
+
+    It refuses with the API's 400 what the API refuses (a request that is not the SDK's request type, an
+    unknown field, temperature/top_p/top_k on a 5.x model, more than 4 cache breakpoints, a 1-hour one
+    after a 5-minute one, a breakpoint on a thinking block, a thinking budget not below max_tokens), and
+    its prompt cache looks for hits 20 blocks back at most, caching nothing below the model's minimum.
     """
     try:
         handle = start_model(port, log=_log if verbose else None, thinking=not no_thinking,
                              fetch_per_turn=fetch_per_turn, cut_off=frozenset(cut_off),
-                             batch_settings=BatchSettings(batch_delay, batch_errored, batch_expired),
+                             batch_settings=BatchSettings(batch_delay, batch_errored, batch_expired,
+                                                          error_type=batch_error_type, rate_limited=rate_limited,
+                                                          retry_after=retry_after, archive_after=archive_after),
                              noise=ModelNoise(noise, seed) if noise > 0 else None)
     except OSError as exc:
         raise _port_error(port, exc) from exc

@@ -6,7 +6,12 @@ Where the breakpoints go (never more than the API's 4, one lifetime per request,
 3. the first user message: the prompt version's text with the claims batch, the same at every turn of a
    conversation (a string content becomes one text block holding exactly that string);
 4. the last cacheable block of the last message: the conversation so far, which the next turn re-sends
-   whole, so the next turn reads everything before its own new messages from the cache.
+   whole, so the next turn reads everything before its own new messages from the cache;
+5. a trailing one on the last cacheable block of the previous turn (the message before the last assistant
+   turn): the API looks for a cache hit only about 20 blocks back from a breakpoint, and a turn that adds
+   more (ten page fetches: ten tool_use and ten tool_result blocks) would not reach the previous turn's
+   entry from its new breakpoint; the trailing one is where that entry is, so it is read, not written
+   again. With a system prompt too, the tools' breakpoint gives way to it (4 at most).
 
 The API caches a prefix only from a per-model minimum length (1,024 to 4,096 tokens); a shorter one is
 silently not cached and costs nothing extra, so breakpoints are placed whatever the length. Thinking
@@ -23,8 +28,9 @@ batch mode too. Per cached token, a 1-hour first round costs 2x + 0.1x (write, t
 costs 1.25x + 0.1x when the second round comes in time and 1.25x + 1.25x (written again) when it does
 not: 5 minutes is cheaper unless the first round outlasts its lifetime more than 65% of the time, and
 after one measured round the lifetime follows the measurement, so a slow first round costs one round of
-writes, once. (`scripts/bench_cost.py` on the stand-in, whose rounds are instant: batch+cache costs 0.32
-of direct uncached with a 5-minute first round, 0.38 with a 1-hour one.) A resumed batch run starts from
+writes, once. (`scripts/bench_cost.py` on the strict stand-in, whose rounds are instant: batch+cache costs 0.31
+of direct uncached with a 5-minute first round, one page per turn; 0.38 with a 1-hour one, measured on the
+earlier, laxer stand-in.) A resumed batch run starts from
 the round times its interrupted run measured (kept in its journal, `judge.batches.journal.BatchJournal`).
 """
 
@@ -65,13 +71,17 @@ def with_breakpoints(params: dict[str, Any], lifetime: Lifetime) -> dict[str, An
     messages = out.get("messages")
     if isinstance(messages, list) and messages:
         first_user = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
-        for message in ([first_user] if first_user is not None else []) + [messages[-1]]:
+        answered = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"]
+        previous = [messages[answered[-1] - 1]] if answered and answered[-1] >= 1 else []
+        for message in ([first_user] if first_user is not None else []) + [messages[-1]] + previous:
             if isinstance(message, dict):
                 if isinstance(message.get("content"), str) and message["content"]:
                     message["content"] = [{"type": "text", "text": message["content"]}]
                 block = _last_cacheable(message.get("content"))
                 if block is not None and all(block is not t for t in targets):
                     targets.append(block)
+    if len([t for t in targets if "cache_control" not in t]) > budget and tools and targets[0] is tools[-1]:
+        targets.pop(0)  # the tools alone are short: the trailing breakpoint keeps more in reach
     for block in targets:
         if budget <= 0:
             break

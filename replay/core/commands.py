@@ -8,6 +8,13 @@ from collections.abc import Sequence
 from replay.schema.manifest import LEARN_MCP_URL, RunManifest
 from replay.secrets.in_urls import scrub_url
 
+DEFAULT_MAX_TOKENS = 32_000
+"""`judge --max-tokens` by default: room for adaptive thinking and the JSON verdicts of a full claims file
+(thinking counts toward `max_tokens`), within every current model's output limit (64K for Sonnet and Haiku
+4.5 and later, 32K for the Opus 4 and 4.1 family)."""
+LEGACY_MAX_TOKENS = 8192
+"""The `max_tokens` of runs recorded before the run folder kept it (a replay must ask what they asked)."""
+
 
 def judge_command(
     *,
@@ -24,6 +31,7 @@ def judge_command(
     resume: bool = False,
     no_cache: bool = False,
     max_cost: float | None = None,
+    max_tokens: int | None = None,
     samples: int = 1,
 ) -> str:
     """A `judge-replay judge` command line, shell-quoted; endpoints as given (the default Learn URL left out).
@@ -48,6 +56,8 @@ def judge_command(
         args += ["--no-cache"]
     if max_cost is not None:
         args += ["--max-cost", f"{max_cost:g}"]
+    if max_tokens is not None:
+        args += ["--max-tokens", str(max_tokens)]
     if samples > 1:
         args += ["--samples", str(samples)]
     return shlex.join(args)
@@ -70,6 +80,7 @@ def rerecord_command(manifest: RunManifest, claims: Sequence[str], run: str, *, 
         prompt=manifest.prompt, claims=claims, run=run, model=manifest.model, learn_url=manifest.learn_url,
         anthropic_base_url=manifest.anthropic_base_url, pages_from=pages_from or manifest.pages_from,
         batch=manifest.batch_ids is not None, no_cache=manifest.cache is False, max_cost=manifest.max_cost_usd,
+        max_tokens=_asked(manifest),
         samples=manifest.sample_count,
     )
 
@@ -90,6 +101,12 @@ def retry_failed_command(manifest: RunManifest, run: str, *, learn_url: str | No
         batch=manifest.batch_ids is not None if batch is None else batch,
         no_cache=manifest.cache is False if no_cache is None else no_cache,
         max_cost=manifest.max_cost_usd if max_cost is None else max_cost,
+        max_tokens=_asked(manifest),
         samples=manifest.sample_count,
     )
 
+
+def _asked(manifest: RunManifest) -> int | None:
+    """The `--max-tokens` a command recording into `manifest`'s run must give (None: the default's)."""
+    asked = manifest.max_tokens or LEGACY_MAX_TOKENS
+    return asked if asked != DEFAULT_MAX_TOKENS else None

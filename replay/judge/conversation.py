@@ -10,6 +10,7 @@ from typing import Any
 import anthropic
 
 from replay.cassettes.scrub import header_secrets
+from replay.core.commands import DEFAULT_MAX_TOKENS
 from replay.core.cache_control import Lifetime, with_breakpoints
 from replay.core.prompts import Prompt
 from replay.core.text import sha256_text
@@ -73,7 +74,7 @@ def judge_file(
     learn: LearnClient,
     model: str,
     max_turns: int = 12,
-    max_tokens: int = 8192,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
     stand_ins: set[str] | None = None,
     cache_lifetime: Callable[[], Lifetime | None] | None = None,
     shown_model_url: str | None = None,
@@ -144,7 +145,8 @@ def _converse(
     while convo.turns < max_turns:
         params: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages, "tools": TOOLS}
         lifetime = cache_lifetime() if cache_lifetime else None
-        raw = client.messages.with_raw_response.create(**(with_breakpoints(params, lifetime) if lifetime else params))
+        raw = client.messages.with_raw_response.create(**(with_breakpoints(params, lifetime) if lifetime else params),
+                                                       timeout=answer_timeout(max_tokens))
         if stand_ins is not None and raw.headers.get(STAND_IN_HEADER):
             stand_ins.add("model")
         data = _message_data(raw.http_response.content, shown_model_url or str(client.base_url))
@@ -166,10 +168,21 @@ def _converse(
         if stop == "model_context_window_exceeded":
             return _Failure(f"the conversation outgrew the model's context window after {convo.turns} turns "
                             f"({convo.usage.total_input:,} input tokens): split the claims file into smaller ones")
-        if stop == "max_tokens" and extract_json_object(text) is None:
-            return _Failure(f"the answer was cut off at max_tokens ({max_tokens}) before its JSON was complete")
+        answer = extract_json_object(text) if stop == "max_tokens" else None
+        if stop == "max_tokens" and not (isinstance(answer, dict) and isinstance(answer.get("results"), list)):
+            # cut off: a JSON object found in the text may be one of its results, not the whole answer
+            return _Failure(f"the answer for {batch.file} was cut off at max_tokens ({max_tokens:,}) before its JSON "
+                            f"was complete (thinking counts toward it): raise --max-tokens (or the max-tokens "
+                            f"setting) above {max_tokens}, or split the claims file")
         return text
     return _Failure(f"the judge did not give its answer within {max_turns} model turns")
+
+
+def answer_timeout(max_tokens: int) -> float:
+    """Seconds one model answer may take: the SDK's own estimate for `max_tokens` (an hour per 128K
+    tokens), at least its 10-minute default. Given explicitly: without it the SDK refuses a non-streaming
+    request whose estimate passes 10 minutes (over about 21K tokens), which `--max-tokens` may ask for."""
+    return max(600.0, 3600.0 * max_tokens / 128_000)
 
 
 class _MalformedReply(Exception):

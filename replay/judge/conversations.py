@@ -9,6 +9,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from replay.core.commands import DEFAULT_MAX_TOKENS
 from replay.core.prompts import Prompt
 from replay.judge.progress import RunProgress
 from replay.learn.client import LearnClient, shared_ssl_context
@@ -66,6 +67,7 @@ def _judge_all(
     concurrency: int,
     progress: bool,
     max_turns: int,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
     stand_ins: set[str],
     route: ModelRoute | None = None,
     samples: Sequence[int] = (1,),
@@ -104,7 +106,7 @@ def _judge_all(
         client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, http_client=http)
         try:
             return judge_file(batch, prompt, anthropic_client=client, learn=learn, model=model,
-                              max_turns=max_turns, stand_ins=stand_ins,
+                              max_turns=max_turns, max_tokens=max_tokens, stand_ins=stand_ins,
                               cache_lifetime=route.lifetime if route else None,
                               shown_model_url=stored_endpoint(base_url, MODEL_STAND_IN_PORT) if base_url else None)
         finally:

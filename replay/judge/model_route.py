@@ -32,6 +32,7 @@ class BatchOptions:
     journal: BatchJournal
     attempts: int = DEFAULT_ATTEMPTS
     progress: bool = True
+    resubmit_archived: bool = False
 
 
 class ModelRoute:
@@ -49,10 +50,12 @@ class ModelRoute:
 
     @classmethod
     def batched(cls, run_dir: str | Path | None, *, resume: bool, cache: bool = True,
-                attempts: int = DEFAULT_ATTEMPTS, progress: bool = True, budget: CostBudget | None = None) -> ModelRoute:
+                attempts: int = DEFAULT_ATTEMPTS, progress: bool = True, budget: CostBudget | None = None,
+                resubmit_archived: bool = False) -> ModelRoute:
         """Batch mode; refuses (UsageError) a `--resume` with nothing to resume, or a new run over an
         interrupted one, before anything is paid for."""
-        return cls(cache=cache, batch=BatchOptions(BatchJournal.open(run_dir, resume=resume), attempts, progress),
+        return cls(cache=cache, batch=BatchOptions(BatchJournal.open(run_dir, resume=resume), attempts, progress,
+                                                        resubmit_archived),
                    budget=budget)
 
     def workers(self, concurrency: int) -> int:
@@ -70,7 +73,8 @@ class ModelRoute:
         try:
             with BatchRounds(client, self.batch.journal, conversations=conversations,
                              workers=self.workers(conversations), attempts=self.batch.attempts,
-                             progress=self.batch.progress, budget=self.budget) as rounds:
+                             progress=self.batch.progress, budget=self.budget,
+                             resubmit_archived=self.batch.resubmit_archived) as rounds:
                 self.rounds = rounds
                 yield
         finally:

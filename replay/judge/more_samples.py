@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from replay.cassettes.cassette import load_cassette
-from replay.core.commands import add_samples_command
+from replay.core.commands import LEGACY_MAX_TOKENS, add_samples_command
 from replay.core.cost import costed, total_usd
 from replay.core.sample_results import combined, split
 from replay.errors import UsageError
@@ -140,7 +140,8 @@ def added_samples(run_dir: str | Path, more: int, given: Given, *, route: ModelR
         with recorder:
             judged = _judge_all(prompt, batches, recorder, sessions, model=m.model, base_url=base_url, api_key=key,
                                 max_retries=2, concurrency=concurrency, progress=progress, max_turns=max_turns,
-                                stand_ins=stand_ins, route=route, samples=new)
+                                max_tokens=m.max_tokens or LEGACY_MAX_TOKENS, stand_ins=stand_ins, route=route,
+                                samples=new)
         resumable = route is not None and route.command_choices()["resume"]
         _refuse_all_failed(judged, hint, resumable=resumable)
         batched = route is not None and route.batch is not None

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from replay.core.commands import judge_command
+from replay.core.commands import DEFAULT_MAX_TOKENS, LEGACY_MAX_TOKENS, judge_command
 from replay.core.cost import costed, total_usd
 from replay.core.prompts import Prompt
 from replay.core.sample_results import combined
@@ -92,7 +92,9 @@ def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, HeldClai
     rerecord = judge_command(prompt=prompt.name, claims=[portable_path(p) for p, _ in batches], run=str(run.path),
                              model=m.model, learn_url=m.learn_url, anthropic_base_url=m.anthropic_base_url,
                              pages_from=m.pages_from, batch=m.batch_ids is not None, no_cache=m.cache is False,
-                             max_cost=m.max_cost_usd, samples=m.sample_count)
+                             max_cost=m.max_cost_usd, samples=m.sample_count,
+                             max_tokens=(m.max_tokens or LEGACY_MAX_TOKENS) if (m.max_tokens or LEGACY_MAX_TOKENS)
+                             != DEFAULT_MAX_TOKENS else None)
     if m.frozen:
         rerecord += " --force"
     learn = LearnSessions(m.learn_url, conversations=_at_once(None, concurrency, len(batches)),
@@ -101,6 +103,7 @@ def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, HeldClai
         files = _judge_all(
             prompt, batches, recorder, learn, model=m.model, base_url=m.anthropic_base_url, api_key=REPLAY_API_KEY,
             max_retries=0, concurrency=concurrency, progress=progress, max_turns=12, stand_ins=set(),
+            max_tokens=m.max_tokens or LEGACY_MAX_TOKENS,
             samples=range(1, m.sample_count + 1),
         )
     return files, recorder.found_by_secret

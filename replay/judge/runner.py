@@ -13,7 +13,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from replay.core.commands import judge_command
+from replay.core.commands import DEFAULT_MAX_TOKENS, LEGACY_MAX_TOKENS, judge_command
 from replay.core.cost import costed, total_usd
 from replay.core.prompts import Prompt
 from replay.core.sample_results import combined
@@ -74,6 +74,7 @@ def judged_run(
     progress: bool = True,
     force: bool = False,
     max_turns: int = 12,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
     retry_failed: bool = False,
     route: ModelRoute | None = None,
     samples: int = 1,
@@ -139,7 +140,7 @@ def judged_run(
         frozen = run_dir is not None and _refuse_frozen(Path(run_dir), force)
         if mode == "live" and run_dir is not None and not force:
             _refuse_to_drop_cassettes(Path(run_dir))
-        kept = (_kept_from(Run(run_dir), prompt, model, batches, learn_url, anthropic_base_url, samples)
+        kept = (_kept_from(Run(run_dir), prompt, model, batches, learn_url, anthropic_base_url, max_tokens, samples)
                 if retry_failed and run_dir is not None else {})
         to_judge = [(p, b) for p, b in batches if b.file not in kept]
         if route is not None:
@@ -150,6 +151,7 @@ def judged_run(
                                  run=str(run_dir) if run_dir is not None else None, model=model, learn_url=learn_url,
                                  anthropic_base_url=anthropic_base_url,
                                  pages_from=str(pages_from) if pages_from is not None else None,
+                                 max_tokens=max_tokens if max_tokens != DEFAULT_MAX_TOKENS else None,
                                  samples=samples, **(route.command_choices() if route else {}))
 
         rerecord = rerecord_command()
@@ -165,7 +167,7 @@ def judged_run(
         with recorder:
             judged = _judge_all(
                 prompt, to_judge, recorder, sessions, model=model, base_url=anthropic_base_url, api_key=key,
-                max_retries=2, concurrency=concurrency, progress=progress, max_turns=max_turns,
+                max_retries=2, concurrency=concurrency, progress=progress, max_turns=max_turns, max_tokens=max_tokens,
                 stand_ins=stand_ins, route=route, samples=range(1, samples + 1),
             )
         batched = route is not None and route.batch is not None
@@ -215,6 +217,7 @@ def judged_run(
                 batch_ids=_run_batch_ids(previous_batch_ids, route.batch_ids if route else None),
                 cache=route.cache if route else False,
                 max_cost_usd=route.budget.limit_usd if route and route.budget else None,
+                max_tokens=max_tokens,
                 cost_usd=results.header.cost_usd,
                 samples=samples if samples > 1 else None,
             )
@@ -275,7 +278,7 @@ def _refuse_all_failed(judged: HeldFiles, rerecord: str, *, resumable: bool = Fa
 
 
 def _kept_from(run: Run, prompt: Prompt, model: str, batches: list[tuple[Path, HeldClaims]], learn_url: str,
-               base_url: str | None, samples: int = 1) -> dict[str, tuple[FileResult, RunStats]]:
+               base_url: str | None, max_tokens: int, samples: int = 1) -> dict[str, tuple[FileResult, RunStats]]:
     """For --retry-failed: the files of `run` that succeeded and are kept as recorded (their results and
     counters), when the prompt, the model, the endpoints and the claims file are the ones they were
     recorded with. A changed endpoint is refused: the kept cassettes answer only for the endpoints in
@@ -284,6 +287,10 @@ def _kept_from(run: Run, prompt: Prompt, model: str, batches: list[tuple[Path, H
     if m.prompt_sha256 != prompt.sha256 or m.model != model:
         raise UsageError(f"--retry-failed keeps the verdicts already in {display_path(run.path)}, recorded with "
                          f"prompt {m.prompt} and model {m.model}: use the same prompt and model")
+    if (m.max_tokens or LEGACY_MAX_TOKENS) != max_tokens:
+        raise UsageError(f"--retry-failed keeps the cassettes already in {display_path(run.path)}, whose model "
+                         f"requests asked for --max-tokens {m.max_tokens or LEGACY_MAX_TOKENS}: use the same, or record "
+                         f"the whole run again with --max-tokens {max_tokens} without --retry-failed")
     if m.sample_count != samples:
         raise UsageError(f"--retry-failed keeps the verdicts already in {display_path(run.path)}, recorded with "
                          f"--samples {m.sample_count}: use the same --samples")

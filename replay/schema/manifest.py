@@ -124,6 +124,9 @@ class RunManifest(BaseModel):
     """Whether the model requests carried prompt-caching breakpoints (False: `--no-cache`; None: not kept)."""
     max_cost_usd: float | None = None
     """The run's `--max-cost` (None: no limit): the re-record commands we print keep it."""
+    max_tokens: int | None = None
+    """The `max_tokens` of every model request (`--max-tokens`); None: a run recorded before it was kept,
+    whose requests asked for 8,192."""
     cost_usd: float | None = None
     """USD the run was billed: the price table (`replay.core.cost`, `[tool.judge-replay.prices]`) applied to the
     recorded usage, with the batch discount when `batch_ids` is set; None when the model has no price."""

@@ -13,13 +13,20 @@ a tool-use turn sent back without its thinking block the 400 that asks for it. F
 (`tool_choice` any/tool) is the API's 400 for thinking models. `thinking=False` answers in the older
 models' shape (no thinking blocks; only the signatures of blocks sent anyway are checked).
 
+Every request is checked as strictly as the API checks it (`sim.strict`: the SDK's own request type, no
+unknown field, the caching rules) and accounted by the stand-in's prompt cache (`sim.caching`: a 20-block
+lookback, a per-model minimum length). With `BatchSettings.rate_limited` N, the first N direct calls are
+answered 429 with `retry-after` too.
+
 Switches for tests, in the request: a model name containing "flaky" fails the first attempt of each
 distinct request body with 529 `overloaded_error`; a retired model (`RETIRED_MODELS`, or a name
 containing "retired") gets the API's 404 `not_found_error` naming it; a claim whose text contains
 `CONTEXT_EXCEEDED_MARKER` makes the final answer stop with `model_context_window_exceeded`, its JSON cut
 in half; so does `sim model --cut-off FILE` for the conversation of that claims file (its claims unchanged).
+A final answer longer than the request's `max_tokens` (thinking included, four characters a token) is cut
+there and stops with `max_tokens`.
 
-Model noise (`sim model --noise P --seed S`, `ModelNoise`): a current model thinks adaptively and no
+Model noise (`sim model --noise P --seed S`, `sim.noise.ModelNoise`): a current model thinks adaptively and no
 longer takes a temperature, so two conversations over the same pages may differ on close calls. With
 noise on, each close call of a final answer (`policy.runner_up`: a lower bound, an equivalence, an
 illustrative number, an existence check) gets its runner-up verdict with probability P, drawn from
@@ -34,19 +41,20 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import random
 import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from replay.core.cache_control import without_breakpoints
-from replay.core.prompts import parse_rendered_batch
-from replay.learn.wire import FETCH_TOOL, SEARCH_TOOL, STAND_IN_NOTE_HEADER, is_missing_page, search_result_urls
-from replay.sim.batches import BATCHES_PATH, BatchApp, BatchSettings, CacheLedger, serve_batches
+from replay.sim.api_errors import ApiError, digest, invalid
+from replay.sim.batches import BATCHES_PATH, BatchApp, BatchSettings, serve_batches
+from replay.sim.caching import CacheLedger
 from replay.sim.http_server import Log, StandIn, StandInHandler, StandInServer
+from replay.sim.noise import STAND_IN_NOTE_HEADER, ModelNoise
 from replay.sim.policy import judge_claim, runner_up
+from replay.sim.reading import FETCH_TOOL, SEARCH_TOOL, claims_in, no_page, plain_request, search_urls
+from replay.sim.strict import check_message_request
 from replay.urls import normalise_learn_url
 
 MESSAGES_PATH = "/v1/messages"
@@ -65,43 +73,8 @@ _FILE_HEADING = re.compile(r"## Batch to judge \(from `([^`]*)`\)")
 _FILE_IN_SCHEMA = re.compile(r'\{"file":"([^"{}]*)"')
 
 
-class ModelNoise:
-    """`sim model --noise P --seed S`: which close calls get their runner-up verdict (module docstring)."""
-
-    def __init__(self, probability: float, seed: int = 0) -> None:
-        if not 0.0 <= probability <= 1.0:
-            raise ValueError(f"noise must be a probability from 0 to 1, not {probability}")
-        self.probability = probability
-        self.seed = seed
-        self._random = random.Random(seed)
-        self._lock = threading.Lock()
-        self.draws = 0
-        """Close calls drawn for so far."""
-
-    @property
-    def note(self) -> str:
-        """What the runs recorded against this stand-in carry among their stand-in notes."""
-        return f"model noise {self.probability:g}, seed {self.seed}"
-
-    def flips(self) -> bool:
-        """The next draw of the stream: whether this close call gets its runner-up verdict."""
-        with self._lock:
-            self.draws += 1
-            return self._random.random() < self.probability
-
-
-class ApiError(Exception):
-    """An error reply in the API's shape."""
-
-    def __init__(self, status: int, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.kind = kind
-        self.message = message
-
-
 def _digest(body: bytes, salt: str) -> str:
-    return hashlib.sha256(salt.encode() + b"\0" + body).hexdigest()[:24]
+    return digest(body, salt)
 
 
 def _text_of(content: Any) -> str:
@@ -138,15 +111,15 @@ class Conversation:
         system = _text_of(request.get("system"))
         messages = request["messages"]
         first_user = next((_text_of(m.get("content")) for m in messages if m.get("role") == "user"), "")
-        claims = parse_rendered_batch(system)
+        claims = claims_in(system)
         if claims is None:
-            claims = parse_rendered_batch(first_user)
+            claims = claims_in(first_user)
         if claims is None:
             raise ApiError(400, "invalid_request_error", "judge-replay model stand-in (test equipment): no claims "
                            "batch (a '## Batch to judge' JSON block) in the system prompt or the first user turn")
         prompt_text = f"{system}\n\n{first_user}" if system else first_user
         heading = _FILE_HEADING.search(prompt_text) or _FILE_IN_SCHEMA.search(prompt_text)
-        conversation = cls(prompt_text, heading.group(1) if heading else "", [c for c in claims if isinstance(c, dict)])
+        conversation = cls(prompt_text, heading.group(1) if heading else "", claims)
         conversation._read_tools(messages)
         return conversation
 
@@ -172,9 +145,9 @@ class Conversation:
     def _record_result(self, name: str, arguments: dict[str, Any], text: str, is_error: bool) -> None:
         _, key = _tool_key(name, arguments)
         if name == FETCH_TOOL:
-            self.pages[key] = None if is_missing_page(text, is_error) else text
+            self.pages[key] = None if no_page(text, is_error) else text
         elif name == SEARCH_TOOL:
-            self.searches[key] = [] if is_error else search_result_urls(text)
+            self.searches[key] = [] if is_error else search_urls(text)
 
     def searched_url(self, claim: dict[str, Any]) -> str | None:
         """For a claim without `evidence_url`: the first result of its search, if any."""
@@ -234,7 +207,7 @@ def thinking_signature(request: dict[str, Any], thinking: str) -> str:
     """The signature of a thinking block: binds its text to the model and the conversation (the system
     prompt and first user turn), as the API's signatures do; deterministic, so identical runs agree.
     Prompt-caching breakpoints are left out: adding one, or changing its lifetime, changes no answer."""
-    request = without_breakpoints(request)
+    request = plain_request(request)
     first_user = next((m.get("content") for m in request["messages"] if m.get("role") == "user"), "")
     conversation = json.dumps([request.get("system"), first_user], sort_keys=True, ensure_ascii=False)
     digest = hashlib.sha256("\0".join(["judge-replay stand-in", str(request["model"]), conversation, thinking]).encode())
@@ -281,25 +254,6 @@ def _forces_tool_use(request: dict[str, Any]) -> bool:
     return isinstance(choice, dict) and choice.get("type") in ("any", "tool")
 
 
-def _validate(request: Any) -> dict[str, Any]:
-    if not isinstance(request, dict):
-        raise ApiError(400, "invalid_request_error", "The request body is not a JSON object")
-    for name in ("model", "max_tokens", "messages"):
-        if name not in request:
-            raise ApiError(400, "invalid_request_error", f"{name}: Field required")
-    if not isinstance(request["model"], str) or not request["model"]:
-        raise ApiError(400, "invalid_request_error", "model: Input should be a valid string")
-    if not isinstance(request["max_tokens"], int) or request["max_tokens"] < 1:
-        raise ApiError(400, "invalid_request_error", "max_tokens: Input should be a positive integer")
-    messages = request["messages"]
-    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
-        raise ApiError(400, "invalid_request_error", "messages: Input should be a non-empty list of messages")
-    if request.get("stream"):
-        raise ApiError(400, "invalid_request_error",
-                       "judge-replay model stand-in (test equipment): streaming is not supported; call without stream")
-    return request
-
-
 def respond(request: dict[str, Any], body: bytes, *, fetch_per_turn: int = 0, thinking: bool = True,
             cut_off: frozenset[str] = frozenset(), noise: ModelNoise | None = None) -> dict[str, Any]:
     """The Messages API response to a valid request (`thinking`: answer as current models do, module
@@ -330,6 +284,10 @@ def respond(request: dict[str, Any], body: bytes, *, fetch_per_turn: int = 0, th
     if thinking:
         content.insert(0, {"type": "thinking", "thinking": thought, "signature": thinking_signature(request, thought)})
         output = thought + output
+    room = request["max_tokens"] * 4 - (len(thought) if thinking else 0)  # thinking counts toward max_tokens
+    if stop_reason == "end_turn" and len(output) // 4 > request["max_tokens"]:
+        content[-1]["text"] = content[-1]["text"][: max(0, room)]
+        output, stop_reason = output[: request["max_tokens"] * 4], "max_tokens"
     prompt = json.dumps([request.get("system"), request["messages"]], ensure_ascii=False)
     return {
         "id": f"msg_{_digest(body, 'message')}",
@@ -361,11 +319,20 @@ class ModelApp:
         self.thinking = thinking
         self.cut_off = cut_off
         """Claims files whose conversation's final answer stops with `model_context_window_exceeded`."""
-        self.batches = BatchApp(batch_settings or BatchSettings())
+        self.batches = BatchApp(batch_settings or BatchSettings(), answer=self.answer_entry)
         self.cache = CacheLedger()
         self._lock = threading.Lock()
         self._failed_once: set[str] = set()
         self.requests: list[str] = []
+
+    def answer_entry(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A batch entry's message: its params checked and answered as a direct call's (the same cache)."""
+        request = check_message_request(params, batch=True)
+        body = json.dumps(params, ensure_ascii=False, sort_keys=True).encode()
+        message = respond(request, body, fetch_per_turn=self.fetch_per_turn, thinking=self.thinking,
+                          cut_off=self.cut_off, noise=self.noise)
+        self.cache.account(request, message["usage"])
+        return message
 
     def first_attempt(self, body: bytes) -> bool:
         key = hashlib.sha256(body).hexdigest()
@@ -386,9 +353,8 @@ class ModelHandler(StandInHandler):
         return self.server.app  # type: ignore[no-any-return]
 
     def _error(self, err: ApiError, request_id: str, headers: dict[str, str] | None = None) -> None:
-        body = {"type": "error", "error": {"type": err.kind, "message": err.message}, "request_id": request_id}
-        self.reply(err.status, json.dumps(body), "application/json",
-                   {"request-id": request_id, **(headers or {})})
+        self.reply(err.status, err.body(request_id), "application/json",
+                   {"request-id": request_id, **err.headers, **(headers or {})})
 
     def _not_found(self) -> None:
         body = self.read_body()
@@ -399,12 +365,12 @@ class ModelHandler(StandInHandler):
 
     def do_GET(self) -> None:
         if urlsplit(self.path).path.startswith(BATCHES_PATH):
-            return serve_batches(self)
+            return serve_batches(self, self.app.batches)
         return self._not_found()
 
     def do_POST(self) -> None:
         if urlsplit(self.path).path.startswith(BATCHES_PATH):
-            return serve_batches(self)
+            return serve_batches(self, self.app.batches)
         if urlsplit(self.path).path == COUNT_TOKENS_PATH:
             return self._count_tokens()
         if urlsplit(self.path).path != MESSAGES_PATH:
@@ -414,9 +380,13 @@ class ModelHandler(StandInHandler):
         self.app.requests.append(request_id)
         try:
             try:
-                request = _validate(json.loads(body))
+                request = check_message_request(json.loads(body))
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise ApiError(400, "invalid_request_error", f"The request body is not valid JSON: {exc}") from exc
+                raise invalid(f"The request body is not valid JSON: {exc}") from exc
+            if self.app.batches._count("call messages", self.app.batches.settings.rate_limited):
+                raise ApiError(429, "rate_limit_error", "Number of requests has exceeded your rate limit "
+                               "(judge-replay model stand-in: on purpose)",
+                               {"retry-after": str(self.app.batches.settings.retry_after)})
             if FLAKY_MARKER in request["model"] and self.app.first_attempt(body):
                 raise ApiError(529, "overloaded_error", "Overloaded (judge-replay model stand-in: flaky model, "
                                "first attempt of this request)")

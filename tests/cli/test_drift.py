@@ -122,7 +122,7 @@ def test_against_another_runs_cassettes_offline(tmp_path, capsys):
     assert command.startswith("judge-replay judge --prompt v3 --claims ")
     assert str(claims / "models.json") in command and str(claims / "old.json") in command
     assert str(claims / "quotas.json") not in command and f"--run {old}-" in command
-    assert command.endswith("--mode record --model claude-test")
+    assert command.endswith("--mode record --model claude-test --max-tokens 8192")  # what it asked
     params = parse_printed_command(command)  # parses with the real CLI, names files that are there
     assert params["prompt"] == "v3" and all(Path(p).is_file() for p in params["claims"])
     assert parse_printed_command(report["rerecord_commands"][1])["run_b"] == params["run_dir"]

@@ -193,7 +193,7 @@ def test_report_names_only_the_claims_at_risk_and_the_files_to_re_record(tmp_pat
     assert status == {"m-1": "value-changed", "m-2": "changed-quote-intact", "r-1": "changed-quote-intact"}
     assert report.at_risk == [{"file": "docs/models.md", "id": "m-1"}]
     assert report.rerecord_commands[0] == ("judge-replay judge --prompt v3 --claims claims/models.json "
-                                           "--run cassettes/v3-old-20261130 --mode record --model claude-test")
+                                           "--run cassettes/v3-old-20261130 --mode record --model claude-test --max-tokens 8192")  # as recorded
     assert {p.state for p in report.pages} == {"changed"} and all(p.old_sha256 != p.new_sha256 for p in report.pages)
 
 

@@ -223,7 +223,7 @@ def test_a_resume_of_another_run_is_refused_and_unused_batches_are_not_the_runs(
         workdir: Path, demo_learn: Any, capsys: Any) -> None:
     with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.05)) as model:
         # a run stopped by --max-cost after its first round keeps its journal: what the run is, its round times
-        assert judge_demo(demo_learn, model, "batch", "--batch", "--max-cost", "0.26") == 1
+        assert judge_demo(demo_learn, model, "batch", "--batch", "--max-cost", "0.26", "--max-tokens", "8192") == 1
         capsys.readouterr()
         journal = journal_path(workdir / "batch")
         kept = json.loads(journal.read_text("utf-8"))
@@ -232,19 +232,20 @@ def test_a_resume_of_another_run_is_refused_and_unused_batches_are_not_the_runs(
         submitted = len(model.app.batches.log)
 
         # another prompt, or another claims set: refused before anything is submitted, the journal kept
-        assert judge_demo(demo_learn, model, "batch", "--batch", "--resume", "--prompt", "v2") == 2
+        assert judge_demo(demo_learn, model, "batch", "--batch", "--resume", "--prompt", "v2", "--max-tokens", "8192") == 2
         assert "another prompt" in capsys.readouterr().err
         one_file = str(next(iter(sorted(CLAIMS.glob("*.json")))))
         assert main(["judge", "--prompt", "v3", "--claims", one_file, "--run", "batch", "--mode", "record",
                      "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch",
-                     "--resume"]) == 2
+                     "--resume", "--max-tokens", "8192"]) == 2
         assert "another set of claims files" in capsys.readouterr().err
         assert len(model.app.batches.log) == submitted and journal.is_file()
 
         # a journaled batch the run never reads is not one of the run's batches
         kept["batches"].append({"id": "msgbatch_never_read", "requests": {"x-t1": "0" * 64}})
         journal.write_text(json.dumps(kept), "utf-8")
-        assert judge_demo(demo_learn, model, "batch", "--batch", "--resume") == 0, capsys.readouterr().err
+        assert judge_demo(demo_learn, model, "batch", "--batch", "--resume", "--max-tokens", "8192") == 0, \
+            capsys.readouterr().err
         log = list(model.app.batches.log)
     manifest = Run(workdir / "batch").manifest
     assert manifest.batch_ids == list(dict.fromkeys(s.batch_id for s in log))

@@ -61,7 +61,9 @@ def test_max_cost_stops_before_the_call_that_could_pass_it_and_keeps_what_was_ju
         workdir: Path, demo_learn: Any, capsys: Any) -> None:
     with start_model() as model:
         # one conversation at a time: which call is refused does not depend on thread timing
-        assert judge_demo(demo_learn, model, "capped", "--max-cost", "0.2", "--concurrency", "1") == 1
+        # answers of at most 8192 tokens: a call's estimate (max_tokens of output) leaves room under $0.2
+        assert judge_demo(demo_learn, model, "capped", "--max-cost", "0.2", "--concurrency", "1",
+                          "--max-tokens", "8192") == 1
         err = capsys.readouterr().err
         results = json.loads((workdir / "capped" / "results.json").read_text("utf-8"))
         stopped = [f for f in results["files"] if f["error"]]
@@ -69,7 +71,7 @@ def test_max_cost_stops_before_the_call_that_could_pass_it_and_keeps_what_was_ju
         assert judged and stopped  # some files finished within the limit, the others were stopped
         assert all(MAX_COST_REACHED in f["error"] and "--max-cost $0.2000 reached" in f["error"] for f in stopped)
         assert "--max-cost $0.2000 reached" in err and "--retry-failed" in err
-        assert "--retry-failed --max-cost 0.2" in err  # the printed command keeps the run's choices
+        assert "--retry-failed --max-cost 0.2 --max-tokens 8192" in err  # the printed command keeps the run's choices
         assert usage_cost(workdir / "capped") <= 0.2
         assert results["cost_usd"] == pytest.approx(usage_cost(workdir / "capped"), abs=1e-5)
 
@@ -77,7 +79,8 @@ def test_max_cost_stops_before_the_call_that_could_pass_it_and_keeps_what_was_ju
         # --retry-failed records only the stopped files
         assert main(["cassettes", "verify", "capped"]) == 0, capsys.readouterr().out
         requests_before = len(model.requests)
-        assert judge_demo(demo_learn, model, "capped", "--retry-failed", "--max-cost", "5") == 0, capsys.readouterr().err
+        assert judge_demo(demo_learn, model, "capped", "--retry-failed", "--max-cost", "5",
+                          "--max-tokens", "8192") == 0, capsys.readouterr().err
     after = json.loads((workdir / "capped" / "results.json").read_text("utf-8"))
     assert not [f for f in after["files"] if f["error"]]
     assert {f["file"]: f for f in after["files"] if f["file"] in {j["file"] for j in judged}} == {
@@ -89,7 +92,7 @@ def test_max_cost_in_batch_mode_stops_before_a_batch_and_resume_pays_for_nothing
         workdir: Path, demo_learn: Any, capsys: Any) -> None:
     with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.05)) as model:
         # the first round (5 requests, estimated at $0.2528 at batch prices) fits, the second (larger) does not
-        assert judge_demo(demo_learn, model, "batch", "--batch", "--max-cost", "0.26") == 1
+        assert judge_demo(demo_learn, model, "batch", "--batch", "--max-cost", "0.26", "--max-tokens", "8192") == 1
         err = capsys.readouterr().err
         assert "--max-cost $0.2600 reached: a batch of" in err and "every conversation failed" in err
         first = list(model.app.batches.log)
@@ -114,17 +117,17 @@ def test_max_cost_in_batch_mode_stops_before_a_batch_and_resume_pays_for_nothing
     assert manifest.max_cost_usd == 5 and manifest.cache is True
     assert "--retry-failed --batch --max-cost 5" in retry_failed_command(manifest, "batch")
     assert rerecord_command(manifest.model_copy(update={"cache": False}), ["c.json"], "again").endswith(
-        "--batch --no-cache --max-cost 5")
+        "--batch --no-cache --max-cost 5 --max-tokens 8192")
     assert manifest.cost_usd == pytest.approx(usage_cost(workdir / "batch", batch=True), abs=1e-5)
 
 
 def test_a_retry_in_batch_mode_prices_each_file_as_it_was_billed(workdir: Path, demo_learn: Any, capsys: Any) -> None:
     with start_model(batch_settings=BatchSettings(delay=0.05)) as model:
-        assert judge_demo(demo_learn, model, "mixed", "--max-cost", "0.2", "--concurrency", "1") == 1
+        assert judge_demo(demo_learn, model, "mixed", "--max-cost", "0.2", "--concurrency", "1", "--max-tokens", "8192") == 1
         err = capsys.readouterr().err
         retry = shlex.split(err.split("To record just those again:\n", 1)[1].splitlines()[0].strip())
         assert "--batch" not in retry  # the run called the model directly
-        assert judge_demo(demo_learn, model, "mixed", "--retry-failed", "--batch") == 0, capsys.readouterr().err
+        assert judge_demo(demo_learn, model, "mixed", "--retry-failed", "--batch", "--max-tokens", "8192") == 0, capsys.readouterr().err
     results = json.loads((workdir / "mixed" / "results.json").read_text("utf-8"))
     by_batch = Counter(f["batch"] for f in results["files"])
     assert by_batch[True] and by_batch[False]  # kept files were direct calls, the retried ones batch entries

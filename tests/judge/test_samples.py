@@ -19,7 +19,7 @@ from replay.cli.main import main
 from replay.core.sample_results import combined, split
 from replay.schema.results import ClaimResult, FileResult, Usage
 from replay.sim import start_model
-from replay.sim.model import ModelNoise
+from replay.sim.noise import ModelNoise
 
 FILES = ("docs_azure-openai-models.md", "docs_evaluation.md", "docs_provisioned-throughput.md",
          "docs_quotas-and-limits.md", "docs_regions-and-lifecycle.md")

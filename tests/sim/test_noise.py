@@ -8,7 +8,8 @@ import pytest
 from locations import REPO
 
 from replay.prompts import load_prompt
-from replay.sim.model import Conversation, ModelNoise
+from replay.sim.model import Conversation
+from replay.sim.noise import ModelNoise
 from replay.sim.policy import judge_claim, runner_up
 
 V2, V3 = (load_prompt(name).text for name in ("v2", "v3"))

@@ -17,8 +17,11 @@ and no counter holds it and replay never depends on how many polls a batch took;
 batch ids (`batch_ids`).
 
 Errored and expired entries are resubmitted in the next round, up to `attempts` submissions in all;
-then (and at once for an `invalid_request_error`, which would fail again) the request gets the entry's
-error as an HTTP error response marked not to be retried, and becomes that file's error.
+then (and at once for an error resubmitting cannot cure: `answers.CURABLE`) the request gets the entry's
+error as an HTTP error response of its real status, marked not to be retried, and becomes that file's error.
+Every batch API call survives a 429 or a 5xx (waiting what `retry-after` asks). A batch archived before
+its results were read (`archived_at` set, no `results_url`) stops the run and says so; with
+`--resubmit-archived` its unanswered requests are priced, said, and submitted again.
 
 Resume: the batch ids and, per entry, a digest of its params (without `cache_control`, which never
 changes an answer) are kept in a journal beside the run folder (`.judge-replay-staging/<run>.batches.json`,
@@ -50,12 +53,15 @@ from typing import Any
 import anthropic
 import httpx2
 
-from replay.core.budget import CostBudget, usage_from_response
+from replay.core.budget import CostBudget, request_estimate_usd, usage_from_response
+from replay.core.cost import format_usd
 from replay.core.display import printable
 from replay.core.http_status import is_transient
 from replay.errors import RecordingFailed, ReplayError, SystemFailed, debugging
 from replay.files.paths import os_error_about, system_error_text
-from replay.judge.batches.answers import _STATUS_OF_ERROR, _Answer, _api_failure, _error_answer, _succeeded, budget_answer
+from replay.judge.batches.answers import (Answer, STATUS_OF_ERROR, api_failure, budget_answer, curable, entry_error,
+                                          error_answer, retry_after, succeeded)
+from replay.judge.batches.cancels import cancel_unkept
 from replay.judge.batches.journal import BatchJournal, custom_id, request_digest
 from replay.learn.wire import STAND_IN_HEADER
 
@@ -101,7 +107,7 @@ class _Waiting:
     attempts: int = 0
     reserved_usd: float = 0.0
     """What `--max-cost` reserved for this request's submission (released when its result is booked)."""
-    answer: _Answer | None = None
+    answer: Answer | None = None
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -120,13 +126,16 @@ class BatchRounds:
     """Collects the waiting conversations' requests and runs one batch round at a time (a thread of its own)."""
 
     def __init__(self, client: anthropic.Anthropic, journal: BatchJournal, *, conversations: int, workers: int,
-                 attempts: int = DEFAULT_ATTEMPTS, progress: bool = True, budget: CostBudget | None = None) -> None:
+                 attempts: int = DEFAULT_ATTEMPTS, progress: bool = True, budget: CostBudget | None = None,
+                 resubmit_archived: bool = False) -> None:
         self._client = client
         self._budget = budget
         self.journal = journal
         self._conversations = conversations
         self._workers = max(1, min(workers, conversations))
         self._attempts = attempts
+        self._resubmit_archived = resubmit_archived
+        """`--resubmit-archived`: the user agreed to pay again for requests whose batch was archived."""
         self._progress = progress
         self._cond = threading.Condition()
         self._waiting: dict[str, _Waiting] = {}
@@ -156,7 +165,7 @@ class BatchRounds:
         if self.journal.path is None:  # no journal (a live run without --run): nothing could resume these
             for batch_id in sorted(self._in_flight):
                 print(f"judge-replay: batch {batch_id} had not ended when the run stopped, and a run without --run "
-                      f"keeps no journal to resume it from, {self._cancel_unkept(batch_id)}", file=sys.stderr)
+                      f"keeps no journal to resume it from, {cancel_unkept(self._client, batch_id)}", file=sys.stderr)
 
     def stop(self) -> None:
         """End the rounds (Ctrl-C, or the run is over); waiting conversations are interrupted."""
@@ -174,7 +183,7 @@ class BatchRounds:
                 self._finished += 1
                 self._cond.notify_all()
 
-    def ask(self, claims_file: str, params: dict[str, Any]) -> _Answer:
+    def ask(self, claims_file: str, params: dict[str, Any]) -> Answer:
         """Queue a Messages request for the next round and wait for its answer (a KeyboardInterrupt
         when the run stops first)."""
         turn = 1 + sum(1 for m in params.get("messages", []) if isinstance(m, dict) and m.get("role") == "assistant")
@@ -211,7 +220,7 @@ class BatchRounds:
         try:
             found = self._created_batches(len(requests), since, until)
         except anthropic.APIError as exc:
-            said = _api_failure(exc, self.journal)[2]
+            said = api_failure(exc, self.journal.path is not None)[2]
             raise RecordingFailed(f"cannot resume yet: the run stopped while it was submitting a batch, which is "
                                   f"looked for among the workspace's batches, and {said}; resume again when the "
                                   "API answers") from exc
@@ -268,7 +277,7 @@ class BatchRounds:
             except anthropic.APIError as exc:
                 for w in round_:
                     if not w.done.is_set():
-                        self._answer(w, _error_answer(*_api_failure(exc, self.journal)))
+                        self._answer(w, error_answer(*api_failure(exc, self.journal.path is not None)))
             except BaseException as exc:  # end every waiting conversation rather than leave it hanging: each
                 if debugging():            # raises what it was (`ask`), in the failure the conversation reports
                     traceback.print_exception(exc)
@@ -290,7 +299,7 @@ class BatchRounds:
         from_journal: dict[str, list[_Waiting]] = {}
         for w in round_:  # a journaled batch not read yet, or one that answered it, before a new submission
             held = [h for h in self.journal.holders(w.digest) if h[0] not in self._results
-                    or _succeeded(self._results[h[0]].get(h[1]))]
+                    or succeeded(self._results[h[0]].get(h[1]))]
             held.sort(key=lambda h: h[1] != w.custom_id)  # its own entry first: samples of a file ask alike
             if held:
                 from_journal.setdefault(held[0][0], []).append(w)
@@ -300,7 +309,7 @@ class BatchRounds:
         submitted = self._submit(self._within_budget(new))
         batches = {**from_journal, **submitted}
         for batch_id in batches:
-            self._wait_for(batch_id, len(batches[batch_id]))
+            self._wait_for(batch_id, batches[batch_id])
             if any(w.custom_id in self._results[batch_id] for w in batches[batch_id]):  # it answered the run
                 self.journal.used.add(batch_id)
         if submitted:
@@ -381,7 +390,7 @@ class BatchRounds:
                 continue
             except anthropic.APIStatusError as exc:  # refused: no batch was made
                 if attempt < _CREATE_ATTEMPTS and is_transient(exc.status_code):
-                    self._pause(_backoff(attempt))
+                    self._pause(retry_after(exc, _backoff(attempt)))
                     continue
                 try:
                     self.journal.not_created()
@@ -418,7 +427,7 @@ class BatchRounds:
 
     def _journal_failed(self, exc: OSError | ReplayError, unkept: str | None = None) -> SystemFailed:
         """The error that stops the run when the journal cannot be written (a full disk): the journal and
-        why, what became of the batch `unkept` it could not keep (`_cancel_unkept`), and that the batches
+        why, what became of the batch `unkept` it could not keep (`cancels.cancel_unkept`), and that the batches
         it holds are kept for `--resume`."""
         if isinstance(exc, OSError):
             named = exc if exc.filename or self.journal.path is None else os_error_about(exc, self.journal.path)
@@ -426,39 +435,15 @@ class BatchRounds:
         else:
             said = [str(exc)]  # an InputError names its file
         if unkept is not None:
-            said.append(f"batch {unkept} was submitted but could not be kept in this journal, {self._cancel_unkept(unkept)}")
+            said.append(f"batch {unkept} was submitted but could not be kept in this journal, {cancel_unkept(self._client, unkept)}")
         if self.journal.batches:
             said.append(f"the {len(self.journal.batches)} batch(es) the journal holds are kept for --resume")
         return SystemFailed("; ".join(said))
 
-    def _cancel_unkept(self, batch_id: str) -> str:
-        """Cancel a batch submitted that the journal could not keep: no `--resume` could find it, so it
-        would be paid for unused (requests it already ran are billed anyway). What became of it, in words.
-        The run is stopping: no retries, and at most `_CANCEL_SECONDS` in all (a server that did not
-        answer the cancel is not asked again)."""
-        client = self._client.with_options(timeout=_CANCEL_SECONDS / 2, max_retries=0)
-        failed = ""
-        batch: anthropic.types.messages.MessageBatch | None = None
-        try:
-            batch = client.messages.batches.cancel(batch_id)
-        except Exception as cancel:  # an API error, or anything else: the batch must still be named
-            if isinstance(cancel, anthropic.APIStatusError):
-                failed = cancel.api_message or cancel.message
-                try:  # it answered: ask what the batch is (ended already?)
-                    batch = client.messages.batches.retrieve(batch_id)
-                except Exception:
-                    batch = None
-            else:
-                failed = "no answer in time" if isinstance(cancel, anthropic.APITimeoutError) else str(cancel)
-        if batch is not None and batch.cancel_initiated_at is not None:
-            return "so its cancellation was asked for (requests already running may still finish, and are billed)"
-        if batch is not None and batch.processing_status == "ended":
-            return "and it had already ended (its requests are billed)"
-        status = f"it is {batch.processing_status}" if batch is not None else "its state is unknown"
-        return f"and canceling it failed ({failed or status}): cancel it in the Claude Console"
-
-    def _wait_for(self, batch_id: str, requests: int) -> None:
-        """Poll a batch until it has ended (showing its progress), then read its results."""
+    def _wait_for(self, batch_id: str, waiting: list[_Waiting]) -> None:
+        """Poll a batch until it has ended (showing its progress), then read its results; a refusal worth
+        retrying (429, 5xx) or a lost connection is polled again after what it asks (`retry-after`)."""
+        requests = len(waiting)
         if batch_id in self._results:
             return
         started = time.monotonic()
@@ -470,11 +455,16 @@ class BatchRounds:
                 failures = 0
             except anthropic.NotFoundError:
                 return self._gone(batch_id)
-            except (anthropic.APIConnectionError, anthropic.InternalServerError):
+            except (anthropic.APIConnectionError, anthropic.APIStatusError) as exc:
+                if isinstance(exc, anthropic.APIStatusError) and not is_transient(exc.status_code):
+                    raise
                 failures += 1  # the batch goes on processing on Anthropic's side: poll again, a while
                 if failures >= MAX_POLL_FAILURES:
                     raise
-                self._pause(POLL_SCHEDULE[-1])
+                wait = POLL_SCHEDULE[-1]
+                if isinstance(exc, anthropic.APIStatusError):  # 429, 5xx: as long as it asks, else the schedule
+                    wait = retry_after(exc, POLL_SCHEDULE[min(poll, len(POLL_SCHEDULE) - 1)])
+                self._pause(wait)
                 continue
             self.stand_in = self.stand_in or bool(raw.headers.get(STAND_IN_HEADER))
             batch = raw.parse()
@@ -489,11 +479,33 @@ class BatchRounds:
             if batch.processing_status == "ended":
                 break
             self._pause(POLL_SCHEDULE[min(poll, len(POLL_SCHEDULE) - 1)])
+        if batch.archived_at is not None and not batch.results_url:
+            return self._archived(batch_id, batch.archived_at.isoformat(timespec="seconds"), waiting)
         try:
             self._results[batch_id] = self._read_results(batch_id)
         except anthropic.NotFoundError:
             self._gone(batch_id)
         self._in_flight.discard(batch_id)
+
+    def _archived(self, batch_id: str, when: str, waiting: list[_Waiting]) -> None:
+        """A batch archived (its results past retention, `results_url` gone) before this run read them: its
+        requests can only be answered by paying for them again. With `--resubmit-archived` they are
+        submitted in the next round (priced first, and within `--max-cost`); without, the run stops and
+        says so, its journal kept."""
+        from replay.settings import project_prices
+
+        unanswered = [w for w in waiting if not w.done.is_set()]
+        estimates = [request_estimate_usd(str(w.params.get("model")), len(json.dumps(w.params).encode("utf-8")),
+                                          int(w.params.get("max_tokens") or 0), batch=True, prices=project_prices(),
+                                          cache='"cache_control"' in json.dumps(w.params)) for w in unanswered]
+        priced = (f"estimated at up to {format_usd(sum(e for e in estimates if e is not None))} at batch prices"
+                  if all(e is not None for e in estimates) else "at a price the price table does not have")
+        said = (f"batch {batch_id} was archived at {when}: its results are past retention and can no longer be "
+                f"downloaded, so its {len(unanswered)} unanswered request(s) can only be paid for again ({priced})")
+        if not self._resubmit_archived:
+            raise SystemFailed(f"{said}; resume with --batch --resume --resubmit-archived to submit them again")
+        self._results[batch_id] = {}
+        print(f"judge-replay: {said}: submitted again (--resubmit-archived)", file=sys.stderr)
 
     def _gone(self, batch_id: str) -> None:
         """A journaled batch the API does not know, or whose results it no longer has (deleted, older than
@@ -522,13 +534,14 @@ class BatchRounds:
                 if not is_transient(exc.status_code):
                     raise
                 failed = exc
+            wait = retry_after(failed, _backoff(attempt)) if isinstance(failed, anthropic.APIStatusError) else _backoff(attempt)
             if attempt >= _CREATE_ATTEMPTS:
                 if isinstance(failed, anthropic.APIError):
                     raise failed
                 raise anthropic.APIConnectionError(  # said as the API failing, as for the other calls of a round
                     message=f"the results of batch {batch_id} could not be read ({type(failed).__name__}: {failed})",
                     request=httpx2.Request("GET", f"{client.base_url}v1/messages/batches/{batch_id}/results")) from failed
-            self._pause(_backoff(attempt))
+            self._pause(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _pause(self, seconds: float) -> None:
@@ -542,12 +555,12 @@ class BatchRounds:
     def _settle(self, w: _Waiting, batch_id: str, result: dict[str, Any] | None) -> None:
         """Answer a request from its entry's result, or leave it waiting for a resubmission."""
         if self._budget is not None:  # book what the entry was billed (an entry without a result: nothing)
-            if result is not None and _succeeded(result):
+            if result is not None and succeeded(result):
                 self._budget.charge(usage_from_response(result["message"].get("usage")), w.reserved_usd, batch=True)
             else:
                 self._budget.release(w.reserved_usd)
             w.reserved_usd = 0.0
-        if _succeeded(result):
+        if succeeded(result):
             assert result is not None
             headers = {"content-type": "application/json"}
             if self.stand_in:
@@ -555,20 +568,22 @@ class BatchRounds:
             body = json.dumps(result["message"], ensure_ascii=False).encode("utf-8")
             return self._answer(w, (200, headers, body))
         self.journal.unanswered.setdefault(w.claims_file, set()).add((batch_id, w.custom_id))
-        kind = str((result or {}).get("type") or "missing")
-        error = ((result or {}).get("error") or {}).get("error") or {}
-        error_type = str(error.get("type") or ("api_error" if kind != "errored" else "api_error"))
-        if error_type != "invalid_request_error" and w.attempts < self._attempts:
+        kind, error_type, said = entry_error(result)
+        if curable(error_type) and w.attempts < self._attempts:
             # every journaled submission counts, those of an interrupted run too: the bound holds across resumes
             w.attempts = max(w.attempts, len(self.journal.holders(w.digest)), 1)
             return  # stays waiting: resubmitted in the next round
         what = {"expired": "expired", "canceled": "was canceled", "missing": "had no result"}.get(kind, "errored")
-        message = f"the Message Batches entry {w.custom_id} {what} ({w.attempts} submission(s))"
-        if error.get("message"):
-            message += f": {error['message']}"
-        self._answer(w, _error_answer(_STATUS_OF_ERROR.get(error_type, 500), error_type, message))
+        status = STATUS_OF_ERROR.get(error_type, 500)
+        cure = "" if curable(error_type) else "; resubmitting the same request cannot cure that error"
+        message = f"the Message Batches entry {w.custom_id} {what} ({w.attempts} submission(s){cure})"
+        if error_type:
+            message += f": {error_type} (HTTP {status})"
+        if said:
+            message += f": {said}"
+        self._answer(w, error_answer(status, error_type or "api_error", message))
 
-    def _answer(self, w: _Waiting, answer: _Answer) -> None:
+    def _answer(self, w: _Waiting, answer: Answer) -> None:
         if self._budget is not None and w.reserved_usd:  # answered without a result (a failed round)
             self._budget.release(w.reserved_usd)
             w.reserved_usd = 0.0
@@ -576,11 +591,6 @@ class BatchRounds:
         with self._cond:
             self._waiting = {key: other for key, other in self._waiting.items() if other is not w}
         w.done.set()
-
-
-_CANCEL_SECONDS = 30.0
-"""How long canceling a batch the journal could not keep may take in all (the cancel, then reading the
-batch back when the cancel was refused; no retries: the run is stopping)."""
 
 
 class _Stopped(Exception):

@@ -10,7 +10,7 @@ import httpcore2
 import httpx2
 
 from replay.core.budget import CostBudget, usage_from_response
-from replay.judge.batches.answers import _error_answer, budget_answer
+from replay.judge.batches.answers import budget_answer, error_answer
 from replay.judge.batches.rounds import BatchRounds
 
 
@@ -37,7 +37,7 @@ class _RoundsConnection:
         body = b"".join(request.stream)  # type: ignore[arg-type]
         path = request.url.target.decode("ascii", "replace").split("?")[0]
         if request.method != b"POST" or not path.endswith("/v1/messages"):
-            answer = _error_answer(404, "not_found_error", f"batch mode sends only Messages requests, not "
+            answer = error_answer(404, "not_found_error", f"batch mode sends only Messages requests, not "
                                    f"{request.method.decode()} {path}")
         else:
             answer = self._rounds.ask(self._claims_file, json.loads(body))
