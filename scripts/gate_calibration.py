@@ -33,6 +33,9 @@ import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,13 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first-seed", type=int, default=0, help="the first seed (default 0)")
     parser.add_argument("--noise", type=float, default=0.15, help="the model stand-in's noise (default 0.15)")
     parser.add_argument("--samples", type=int, default=3, help="samples per claims file (default 3)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="seeds recorded at once, each in its own process (default 1; each seed's runs are "
+                             "the same either way: every run has its own noisy stand-in and seed)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--keep", type=Path, help="keep the runs in this folder")
     where.add_argument("--reuse", type=Path, help="grade the runs an earlier --keep kept in this folder, recording "
                                                   "nothing (--noise and --samples are then those of the kept runs)")
     args = parser.parse_args(argv)
-    from replay.sim import start_learn
-
     started = time.monotonic()
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     os.chdir(REPO)
@@ -129,27 +133,22 @@ def main(argv: list[str] | None = None) -> int:
             for case in ("identical", "better"):
                 baseline, cand = (load_results(args.reuse / f"{case}-{s}-{side}") for side in ("baseline", "candidate"))
                 samples, noise = baseline.samples or 1, _kept_noise(args.reuse / f"{case}-{s}-baseline", noise)
-                single, ours_adopts = gate_both(baseline, cand, gold, ours)
-                adopted["single", case] += single
-                adopted["samples", case] += bool(ours_adopts)
+                _count(adopted, {case: gate_both(baseline, cand, gold, ours)})
     else:
         work = args.keep or Path(tempfile.mkdtemp(prefix="gate-calibration-"))
         work.mkdir(parents=True, exist_ok=True)
-        copy = copy_prompt(work)
+        job = partial(_record_seed, work=work, copy=copy_prompt(work), samples=samples, noise=noise,
+                      keep=args.keep is not None)
         try:
-            with start_learn(PAGES, port=0) as learn:
+            if args.workers > 1:
+                with ProcessPoolExecutor(args.workers) as pool:
+                    futures = {pool.submit(job, s): s for s in seeds}
+                    for done, future in enumerate(as_completed(futures), 1):
+                        _count(adopted, future.result())
+                        print(f"seed {futures[future]} done ({done}/{args.seeds})", file=sys.stderr)
+            else:
                 for done, s in enumerate(seeds, 1):
-                    for case, candidate in (("identical", str(copy)), ("better", "v3")):
-                        runs = [record(prompt, work / f"{case}-{s}-{side}", samples=samples, noise=noise,
-                                       seed=2 * s + i, learn_url=learn.url)
-                                for i, (side, prompt) in enumerate((("baseline", "v2"), ("candidate", candidate)))]
-                        baseline, cand = (load_results(r) for r in runs)
-                        single, ours_adopts = gate_both(baseline, cand, gold, ours)
-                        adopted["single", case] += single
-                        adopted["samples", case] += bool(ours_adopts)
-                        if args.keep is None:
-                            for run in runs:
-                                shutil.rmtree(run, ignore_errors=True)
+                    _count(adopted, job(s))
                     print(f"seed {s} done ({done}/{args.seeds})", file=sys.stderr)
         finally:
             if args.keep is None:
@@ -167,6 +166,42 @@ def main(argv: list[str] | None = None) -> int:
     how = f"graded the runs kept in {args.reuse}" if args.reuse is not None else "recorded and graded"
     print(f"  ({how} in {time.monotonic() - started:.0f} s)")
     return 0
+
+
+_LEARN = ExitStack()
+_LEARN_URL: list[str] = []
+
+
+def _learn_url() -> str:
+    """The Learn stand-in of this process (started on first use; its thread ends with the process)."""
+    if not _LEARN_URL:
+        from replay.sim import start_learn
+
+        _LEARN_URL.append(_LEARN.enter_context(start_learn(PAGES, port=0)).url)
+    return _LEARN_URL[0]
+
+
+def _record_seed(s: int, *, work: Path, copy: Path, samples: int, noise: float,
+                 keep: bool) -> dict[str, tuple[bool, bool | None]]:
+    """Record one seed's four runs and grade them: per case, whether each gate adopts."""
+    gold = load_gold(GOLD)
+    out = {}
+    for case, candidate in (("identical", str(copy)), ("better", "v3")):
+        runs = [record(prompt, work / f"{case}-{s}-{side}", samples=samples, noise=noise, seed=2 * s + i,
+                       learn_url=_learn_url())
+                for i, (side, prompt) in enumerate((("baseline", "v2"), ("candidate", candidate)))]
+        baseline, cand = (load_results(r) for r in runs)
+        out[case] = gate_both(baseline, cand, gold, reads_samples())
+        if not keep:
+            for run in runs:
+                shutil.rmtree(run, ignore_errors=True)
+    return out
+
+
+def _count(adopted: dict[tuple[str, str], int], seed: dict[str, tuple[bool, bool | None]]) -> None:
+    for case, (single, ours_adopts) in seed.items():
+        adopted["single", case] += single
+        adopted["samples", case] += bool(ours_adopts)
 
 
 def _kept_noise(run: Path, default: float) -> float:
