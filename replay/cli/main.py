@@ -89,8 +89,10 @@ def _say(message: str) -> None:
 
 
 def _first_line(text: str, limit: int = 300) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+    from replay.secrets.excerpts import clean, excerpt
+
+    line = clean(text).strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else excerpt(line, limit - 3, mark="...")
 
 
 def _click_error(err: click.ClickException) -> str:
