@@ -73,6 +73,9 @@ class _LazyGroup(click.Group):
                    "given before the command: judge-replay --no-cache diff A B.")
 def cli(no_derived_cache: bool) -> None:
     """Record, replay, grade, snapshot and explain runs of the Learn groundedness judge."""
+    from replay.secrets.environment import remember_environment
+
+    remember_environment()  # before any command reads or writes: nothing it caches, writes or prints holds them
     if no_derived_cache:
         import os
 

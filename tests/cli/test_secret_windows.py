@@ -65,3 +65,53 @@ def test_a_replay_miss_shows_no_window_of_the_key(keyed_run: Path, capsys: Any) 
     assert_no_window(out + err, "the miss line")
     assert_no_window_in_files(keyed_run.parent)
     assert_no_window_in_files(keyed_run.parent.parent / ".judge-replay")  # the caches (conftest puts them there)
+
+
+# --------------------------------------------------------------------------- every command registers the key
+
+PAGE_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/how-to/keys"
+
+
+@pytest.fixture
+def runs_quoting_the_key(cached_project: Path) -> Path:
+    """Two runs in a project (caches on) whose cassettes fetched a page that quotes the user's key, as a
+    page the user wrote may (page text is data, never rewritten)."""
+    from factories import write_run
+
+    for name, verdict, tail in (("a", "grounded", ""), ("b", "not_grounded", " Rotate it.")):
+        page = f"# Keys\n\nThe key {CANARY} is the one the samples use.{tail}\n"
+        write_run(cached_project / "cassettes" / name, results=[{"file": "docs/keys.md", "results": [
+            {"id": "k-1", "claim": "The samples use a key.", "judge_verdict": verdict, "evidence_url": PAGE_URL,
+             "evidence_quote": f"The key {CANARY} is the one the samples use."}]}],
+                  pages={"docs/keys.md": {PAGE_URL: page}})
+    write_json(cached_project / "gold.json", {"items": [{"file": "docs/keys.md", "id": "k-1", "label": "correct"}]})
+    return cached_project
+
+
+COMMANDS = [
+    ("diff", "cassettes/a", "cassettes/b"),
+    ("diff", "cassettes/a", "cassettes/b", "--format", "markdown"),
+    ("drift", "cassettes/a", "--against", "cassettes/b"),
+    ("grade", "cassettes/b", "--gold", "gold.json"),
+    ("pages", "history", PAGE_URL, "--cassettes", "cassettes"),
+    ("pages", "diff", PAGE_URL, "--cassettes", "cassettes"),
+    ("cassettes", "verify", "cassettes/a"),
+    ("cassettes", "list", "cassettes"),
+    ("export", "inspect", "cassettes/a", "cassettes/b", "--gold", "gold.json", "--out", "logs"),
+]
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda argv: "-".join(argv[:2]).replace("/", "."))
+def test_every_command_registers_the_key_before_it_reads(runs_quoting_the_key: Path, argv: tuple[str, ...],
+                                                         monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    """With the key in the environment, no command caches a cassette holding it, nor prints or writes it."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+    main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "internal error" not in err
+    assert_no_window(out + err, " ".join(argv))
+    project = runs_quoting_the_key
+    cache = project / ".judge-replay"
+    assert_no_window_in_files(cache)  # the parse cache and the page store
+    if (project / "logs").exists():
+        assert_no_window_in_files(project / "logs")
