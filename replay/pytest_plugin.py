@@ -51,6 +51,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    from replay.secrets.environment import remember_environment
+
+    remember_environment()  # before any run is read: no snapshot, cache or line printed holds them
     # the extension (and the verdicts it compares) loaded once per process: an inner pytester session
     # restores sys.modules when it ends, and a class loaded inside it would be another class next time
     import replay.snapshots.extension  # noqa: F401
@@ -110,8 +113,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
 def judge_run(request: pytest.FixtureRequest) -> RunVerdicts:
     """The verdicts of the run named by the test's `@pytest.mark.judge_run(prompt=..., claims=..., run=...)`,
     replayed offline (recorded first when `--record-mode` says so): `assert judge_run == verdict_snapshot`."""
+    from replay.secrets.environment import remember_environment
     from replay.snapshots.record_mode import marked_run
 
+    remember_environment()  # again: a test (or a conftest) may have set them after the session began
     return marked_run(request)
 
 
@@ -119,6 +124,8 @@ def judge_run(request: pytest.FixtureRequest) -> RunVerdicts:
 def verdict_snapshot(snapshot: SnapshotAssertion) -> VerdictSnapshotAssertion:
     """syrupy's `snapshot`, storing a run's verdicts under `snapshots/<run>/`:
     `assert replay_run("cassettes/v3-demo") == verdict_snapshot`."""
+    from replay.secrets.environment import remember_environment
     from replay.snapshots.extension import VerdictSnapshotAssertion
 
+    remember_environment()  # again: a test (or a conftest) may have set them after the session began
     return VerdictSnapshotAssertion.from_snapshot(snapshot)

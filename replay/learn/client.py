@@ -32,6 +32,7 @@ from replay.learn.wire import (
     search_result_urls,
     tool_result_text,
 )
+from replay.secrets.excerpts import excerpt
 
 """Every reply of our local stand-ins carries this header: test equipment, never the real service."""
 _ACCEPT = "application/json, text/event-stream"
@@ -384,5 +385,4 @@ def _snippet(text: str, limit: int = 200) -> str:
             text = normal
         except (ValueError, RecursionError):
             pass
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit] + "..."
+    return excerpt(" ".join(text.split()), limit, mark="...")
