@@ -40,6 +40,7 @@ SETTINGS: dict[str, str] = {
     "samples": "a whole number of at least 1",
     "cassettes": "a path string",
     "page-store": "a path string",
+    "bakeoff-out-dir": "a path string",
     "prices": "a table",
     "gate-stability": "a number from 0 to 1",
     "check": "true or false",
