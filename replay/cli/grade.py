@@ -226,8 +226,9 @@ def command(
     A claim without a verdict (a failed or cut-off conversation, or no result at all) is counted as
     "no verdict": never TP, FP or TN, an FN where the gold says outdated/wrong, always against accuracy.
     The gate adopts no candidate with such claims (in any sample) and prints how to re-record them. When
-    either side has samples, the gate also resamples them and adopts only a decision that holds in at
-    least [tool.judge-replay] gate-stability (default 0.95) of the resamples; otherwise it prints the
+    either side has samples, the gate also simulates re-runs (each claim's verdicts drawn as its samples and
+    the run's other claims make likely) and adopts only a decision that holds in at least
+    [tool.judge-replay] gate-stability (default 0.95) of them; otherwise it prints the
     judge --add-samples commands that would settle it, with their estimated cost. Every format says
     which runs used the local stand-ins.
 
