@@ -30,6 +30,11 @@ def _is_messages(request: httpx2.Request) -> bool:
     return request.method == "POST" and _path(request).endswith("/v1/messages")
 
 
+def _decoded(response: httpx2.Response, content: bytes) -> bytes:
+    """A response body as the client reads it: `content` as it came, its `content-encoding` undone."""
+    return httpx2.Response(response.status_code, headers=response.headers, content=content).content
+
+
 class SdkNetwork(httpx2.BaseTransport):
     """The network as the anthropic SDK reaches it: through the client `anthropic.DefaultHttpxClient`
     builds (its connection pool, TLS settings, socket keep-alive, proxies from the environment), made on
@@ -95,8 +100,8 @@ class _BudgetTransport(httpx2.BaseTransport):
             self._budget.release(reserved)
             raise
         try:
-            reported = json.loads(content).get("usage") if response.status_code == 200 else None
-        except (ValueError, AttributeError):
+            reported = json.loads(_decoded(response, content)).get("usage") if response.status_code == 200 else None
+        except (ValueError, AttributeError, httpx2.DecodingError):
             reported = None
         if reported is not None:
             self._budget.charge(usage_from_response(reported), reserved, batch=False)
