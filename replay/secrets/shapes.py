@@ -32,16 +32,18 @@ SECRET_FIELDS = frozenset(
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _QUERY_NAMES = "|".join(re.escape(n) for n in sorted(CREDENTIAL_QUERY_NAMES, key=len, reverse=True))
-# (kind, pattern); where a pattern has a group, the group is the secret, else the whole match.
+# (kind, pattern); where a pattern has a group, the group is the secret, else the whole match. A key's pattern
+# begins with its literal prefix and checks the character before it after (a lookbehind first would make
+# the engine try every position: ten times slower on a cassette).
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("anthropic key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")),
-    ("api key", re.compile(r"(?<![A-Za-z0-9_\-])sk-(?!ant-)(?:proj-)?[A-Za-z0-9_\-]{20,}")),
-    ("github token", re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})")),
-    ("aws access key id", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Z0-9])")),
-    ("google api key", re.compile(r"(?<![A-Za-z0-9_\-])AIza[0-9A-Za-z_\-]{35}")),
-    ("slack token", re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9\-]{10,}")),
-    ("stripe key", re.compile(r"(?<![A-Za-z0-9])[sr]k_live_[A-Za-z0-9]{16,}")),
-    ("jwt", re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*")),
+    ("api key", re.compile(r"sk-(?<![A-Za-z0-9_\-]sk-)(?!ant-)(?:proj-)?[A-Za-z0-9_\-]{20,}")),
+    ("github token", re.compile(r"g(?<![A-Za-z0-9]g)(?:h[pousr]_[A-Za-z0-9]{30,}|ithub_pat_[A-Za-z0-9_]{40,})")),
+    ("aws access key id", re.compile(r"A(?<![A-Z0-9]A)(?:KIA|SIA)[0-9A-Z]{16}(?![A-Z0-9])")),
+    ("google api key", re.compile(r"AIza(?<![A-Za-z0-9_\-]AIza)[0-9A-Za-z_\-]{35}")),
+    ("slack token", re.compile(r"xox(?<![A-Za-z0-9]xox)[abposr]-[A-Za-z0-9\-]{10,}")),
+    ("stripe key", re.compile(r"[sr]k_live_(?<![A-Za-z0-9][sr]k_live_)[A-Za-z0-9]{16,}")),
+    ("jwt", re.compile(r"eyJ(?<![A-Za-z0-9_\-]eyJ)[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*")),
     ("private key", re.compile(r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----")),
     # a token has a digit: "bearer authentication" in a page or a claim is prose, not a secret
     ("bearer token", re.compile(r"(?i)\bbearer\s+((?=[A-Za-z0-9._~+/=\-]*\d)[A-Za-z0-9._~+/=\-]{12,})")),
