@@ -18,6 +18,7 @@ from replay.runs.folder import Run, find_runs
 from replay.schema.manifest import RunStats
 from replay.schema.results import Usage
 from replay.settings import project_prices
+from replay.secrets.registry import redact
 
 
 @click.group("cassettes", epilog=examples("judge-replay cassettes audit cassettes       # any secret in any cassette?",
@@ -136,7 +137,7 @@ def list_runs(root: Path | None, as_json: bool) -> None:
         except InputError as unreadable:
             broken.append(unreadable)
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(redact(json.dumps(rows, indent=2)))
     elif not rows:
         click.echo(f"no {'readable ' if broken else ''}runs under {printable(str(root))}")
     else:
