@@ -304,9 +304,15 @@ def _text_forms(text: str) -> Iterator[tuple[str, str, Callable[[int], int]]]:
         plain = _b64_text(m.group(0))
         if plain:
             yield "base64", plain, lambda _at, line=line_in_text(m.start()): line  # type: ignore[misc]
+    for m in _WRAPPED_BASE64.finditer(text):  # `base64 -w 76`, PEM, MIME: one text over many lines
+        plain = _b64_text(_NEWLINE.sub("", m.group(0)))
+        if plain:
+            yield "base64", plain, lambda _at, line=line_in_text(m.start()): line  # type: ignore[misc]
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+_WRAPPED_BASE64 = re.compile(r"^[A-Za-z0-9+/]{16,}(?:\r?\n[A-Za-z0-9+/]{16,})*\r?\n[A-Za-z0-9+/]+={0,2}$", re.MULTILINE)
+"""Lines of base64 alone, wrapped: every line but the last of one length or more, the last maybe shorter."""
 
 
 _Hit = tuple[Finding, str]

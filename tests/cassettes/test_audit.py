@@ -54,11 +54,13 @@ def test_a_key_anywhere_in_any_file_is_found(tmp_path: Path, name: str, capsys: 
     assert_no_window(out + err)
 
 
-@pytest.mark.parametrize("form", ["plain", "base64", "url", "json"])
+@pytest.mark.parametrize("form", ["plain", "base64", "url", "json", "wrapped base64"])
 def test_a_key_in_four_encodings_is_found_in_a_prompt(tmp_path: Path, form: str,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     encoded = {"plain": KEY, "base64": base64.b64encode(f"u:{KEY}".encode()).decode(),
-               "url": urllib.parse.quote(f"k={KEY}&x=1", safe=""), "json": json.dumps(KEY).replace("-", "\\u002d")}[form]
+               "url": urllib.parse.quote(f"k={KEY}&x=1", safe=""), "json": json.dumps(KEY).replace("-", "\\u002d"),
+               # wrapped at 76 characters, the key's start on the first line too short to be seen there
+               "wrapped base64": "\n" + base64.encodebytes(("x" * 50 + KEY).encode()).decode()}[form]
     (tmp_path / "prompt.md").write_text(f"# Prompt\n\nsee {encoded} here\n", "utf-8")
     code, out, err = audit(capsys, tmp_path)
     assert code == 1 and "anthropic key" in out, out + err
