@@ -40,9 +40,11 @@ SETTINGS: dict[str, str] = {
     "samples": "a whole number of at least 1",
     "cassettes": "a path string",
     "page-store": "a path string",
+    "bakeoff-out-dir": "a path string",
     "prices": "a table",
     "gate-stability": "a number from 0 to 1",
     "check": "true or false",
+    "jobs": "a whole number of at least 1",
 }
 """Every setting `[tool.judge-replay]` may hold (dashes or underscores alike), and what its value must be.
 A new setting is added here, so that a misspelt one is an error rather than silently ignored."""

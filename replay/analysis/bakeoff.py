@@ -1,8 +1,8 @@
 """The bake-off: replay each prompt version's run, grade it, gate candidates against the baseline, list flips.
 
 Also home of frozen baselines: `set_frozen` marks a results file (or a run) frozen; a frozen run's
-`judge-bakeoff-results-<prompt>.json` is written frozen, and a frozen one is never overwritten with
-different results unless forced.
+`judge-bakeoff-results-<prompt>.json` is written frozen (only where asked: `--out-dir` or the
+`bakeoff-out-dir` setting), and a frozen one is never rewritten: different results are refused unless forced.
 """
 
 from __future__ import annotations
@@ -57,7 +57,9 @@ class Version:
     source: Literal["replayed", "recorded"]
     replay_differences: list[str] | None
     """None when not replayed; empty when the replay reproduced the recorded results."""
-    results_file: Path
+    results_file: Path | None
+    """Where its `judge-bakeoff-results-<prompt>.json` goes (`--out-dir`, `[tool.judge-replay] bakeoff-out-dir`);
+    None: no results file was asked for."""
     scores: Scores
     claims: dict[ClaimKey, AnyClaim]
     cost_usd: float | None = None
@@ -192,23 +194,28 @@ def run_bakeoff(
     gold_path: Path,
     baseline: Path,
     candidates: list[Path],
-    out_dir: Path,
+    out_dir: Path | None,
     replay: bool = True,
     force: bool = False,
     warn: Warn = lambda message: None,
     prices: Mapping[str, Price] = PRICES,
     required_stability: float = 0.95,
 ) -> Bakeoff:
-    """Replay (or read) each run, write its `judge-bakeoff-results-<prompt>.json`, grade it against the
-    gold set, gate each candidate against the baseline and list the verdict flips between them."""
+    """Replay (or read) each run, write its `judge-bakeoff-results-<prompt>.json` into `out_dir` (None: no
+    file is written anywhere), grade it against the gold set, gate each candidate against the baseline and
+    list the verdict flips between them."""
     if not candidates:
         raise UsageError("no candidate run: give --candidate RUN or set [tool.judge-replay] candidates")
     gold = load_gold(gold_path)
     notes: list[str] = []
     loaded = [_load_version(p, replay, warn, notes) for p in [baseline, *candidates]]
-    targets = _plan_writes([(run, results) for run, results, _, _ in loaded], out_dir)
-    to_write = [(t, _results_to_write(run, res, prices)) for t, (run, res, _, _) in zip(targets, loaded, strict=True)]
-    written = _write_results(to_write, force, warn)
+    targets: list[Path | None] = [None] * len(loaded)
+    written: list[Path] = []
+    if out_dir is not None:
+        planned = _plan_writes([(run, results) for run, results, _, _ in loaded], out_dir)
+        written = _write_results([(t, _results_to_write(run, res, prices))
+                                  for t, (run, res, _, _) in zip(planned, loaded, strict=True)], force, warn)
+        targets = list(planned)
     versions = []
     for target, (run, results, source, differences) in zip(targets, loaded, strict=True):
         claims = run_claims(run)
@@ -240,7 +247,7 @@ def bakeoff_json(b: Bakeoff) -> dict[str, Any]:
             "run": v.label, "prompt": m.prompt, "prompt_sha256": m.prompt_sha256, "model": m.model,
             "recorded_at": m.recorded_at, "stand_ins": m.stand_ins, "source": v.source,
             "replay_reproduced": None if v.replay_differences is None else not v.replay_differences,
-            "replay_differences": v.replay_differences or [], "results_file": display_path(v.results_file),
+            "replay_differences": v.replay_differences or [], "results_file": display_path(v.results_file) if v.results_file else None,
             "frozen": m.frozen, "cost_usd": v.cost_usd, "batch": m.batch_ids is not None,
             "scores": v.scores.model_dump(mode="json"),
         }

@@ -74,7 +74,8 @@ def _drops_or_changes(old: Any, new: Any) -> bool:
 
 
 def _write_results(targets: list[tuple[Path, ResultsFile]], force: bool, warn: Warn) -> list[Path]:
-    """Write each results file; refuse (before writing any) to change a frozen one unless forced."""
+    """Write each results file; a frozen one is never rewritten (not even to add a field an older file
+    lacks), and one the new results would change is refused (before writing any) unless forced."""
     texts = []
     refused = []
     for path, results in targets:
@@ -84,6 +85,8 @@ def _write_results(targets: list[tuple[Path, ResultsFile]], force: bool, warn: W
         changed = existing is not None and existing != text and _changes_content(existing, text)
         if frozen and changed and not force:
             refused.append(path)
+        if frozen and not (changed and force):
+            continue  # as it was frozen: the results it holds already
         texts.append((path, text, existing, frozen and changed))
     if refused:
         raise UsageError(

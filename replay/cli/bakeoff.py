@@ -27,7 +27,7 @@ from replay.reports.scores import (
     unstable_lines,
 )
 from replay.reports.tables import TextTable, console_for, print_wrapped
-from replay.settings import gate_stability, project_prices, project_root, setting, setting_path, setting_paths
+from replay.settings import gate_stability, project_prices, setting, setting_path, setting_paths
 
 
 def versions_table(b: Bakeoff) -> TextTable:
@@ -164,9 +164,11 @@ Examples:
 @click.option("--candidate", "candidate_flags", multiple=True, type=click.Path(readable=False, path_type=Path),
               help="Candidate run folder; repeat for several (default: [tool.judge-replay] candidates).")
 @click.option("--out-dir", type=click.Path(readable=False, path_type=Path),
-              help="Where judge-bakeoff-results-<prompt>.json go (default: the project root).")
+              help="Write judge-bakeoff-results-<prompt>.json into DIR (default: [tool.judge-replay] "
+                   "bakeoff-out-dir; with neither, no file is written).")
 @click.option("--no-replay", is_flag=True, help="Grade each run's recorded results.json without replaying it.")
-@click.option("--force", is_flag=True, help="Overwrite frozen judge-bakeoff-results-<prompt>.json files.")
+@click.option("--force", is_flag=True, help="With --out-dir: overwrite a frozen judge-bakeoff-results-<prompt>.json "
+              "whose results changed.")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "html"]), default=None,
               help="Output format (default text); html is one self-contained page with a cost chart.")
 @click.option("--json", "as_json", is_flag=True, help="Machine output: versions, scores, gates, flips (--format json).")
@@ -180,7 +182,9 @@ def command(
 ) -> None:
     """Replay each prompt version's run offline, grade it against the gold set, print the P/R table and
     the adoption decision (candidate vs baseline, with its statistical caveat), and explain every verdict
-    flip. Writes judge-bakeoff-results-<prompt>.json per version (never over a frozen one unless --force).
+    flip. Writes nothing unless asked: with --out-dir DIR (or bakeoff-out-dir under [tool.judge-replay]),
+    one judge-bakeoff-results-<prompt>.json per version (a frozen one is never rewritten; different
+    results are refused unless --force).
 
     A claim without a verdict (a failed or cut-off conversation) is counted as "no verdict", never as a
     negative, and a version with such claims is never adopted. Exit 1 when a run's replay did not
@@ -207,7 +211,7 @@ def command(
         click.secho(f"judge-replay: {message}", err=True, fg="yellow", bold=True)
 
     report = run_bakeoff(gold_path=gold, baseline=baseline, candidates=candidates,
-                         out_dir=out_dir or project_root(), replay=not no_replay, force=force, warn=warn,
+                         out_dir=setting_path("bakeoff-out-dir", out_dir), replay=not no_replay, force=force, warn=warn,
                          prices=project_prices(), required_stability=gate_stability())
     for path in report.written:
         click.echo(printable(f"wrote {display_path(path)}"), err=True)

@@ -87,8 +87,11 @@ def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, HeldClai
                     progress: bool) -> tuple[HeldFiles, bool]:
     """(the replayed results, whether a request was found only through a secret: `found_by_secret`)."""
     from replay.recording.recorder import HttpRecorder
+    from replay.recording.tape import warm_replay_indexes
 
     m = run.manifest
+    warm_replay_indexes(run.cassette_path(batch.file, sample) for _, batch in batches
+                        for sample in range(1, m.sample_count + 1))
     rerecord = judge_command(prompt=prompt.name, claims=[portable_path(p) for p, _ in batches], run=str(run.path),
                              model=m.model, learn_url=m.learn_url, anthropic_base_url=m.anthropic_base_url,
                              pages_from=m.pages_from, batch=m.batch_ids is not None, no_cache=m.cache is False,

@@ -42,8 +42,36 @@ def project(tmp_path, monkeypatch):
         {"file": "docs/a.md", "id": "a-2", "label": "correct"},
         {"file": "docs/a.md", "id": "a-3", "label": "wrong", "mode": "FN3"}]})
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.judge-replay]\ngold = "gold.json"\nbaseline = "cassettes/v2-demo"\ncandidates = ["cassettes/v3-demo"]\n')
+        '[tool.judge-replay]\ngold = "gold.json"\nbaseline = "cassettes/v2-demo"\ncandidates = ["cassettes/v3-demo"]\n'
+        'bakeoff-out-dir = "."\n')  # the results files in the project folder, asked for by the setting
     return tmp_path
+
+
+def _tree(root):
+    """Every file and folder under `root` with its bytes (None for a folder)."""
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
+
+
+def test_a_bakeoff_not_asked_for_results_files_writes_nothing(project, capsys, monkeypatch, tmp_path_factory):
+    monkeypatch.setenv("JUDGE_REPLAY_CACHE_DIR", str(tmp_path_factory.mktemp("user-cache")))  # the user's, not the project's
+    (project / "pyproject.toml").write_text(
+        '[tool.judge-replay]\ngold = "gold.json"\nbaseline = "cassettes/v2-demo"\ncandidates = ["cassettes/v3-demo"]\n')
+    before = _tree(project)
+    for args in ([], ["--json"], ["--markdown"], ["--force"]):
+        assert main(["bakeoff", "--no-replay", *args]) == 0
+        captured = capsys.readouterr()
+        assert "wrote" not in captured.err and "wrote" not in captured.out
+        if args == ["--json"]:
+            out = json.loads(captured.out)
+            assert out["written"] == [] and [v["results_file"] for v in out["versions"]] == [None, None]
+    assert _tree(project) == before
+
+
+def test_the_out_dir_flag_wins_over_the_setting(project, capsys):
+    assert main(["bakeoff", "--no-replay", "--json", "--out-dir", "elsewhere"]) == 0
+    assert sorted(json.loads(capsys.readouterr().out)["written"]) == [
+        "elsewhere/judge-bakeoff-results-v2.json", "elsewhere/judge-bakeoff-results-v3.json"]
+    assert not list(project.glob("judge-bakeoff-results-*.json"))
 
 
 def _stand_ins(run_dir, names):
@@ -228,38 +256,25 @@ def test_bakeoff_json_says_what_each_run_rests_on(project, capsys):
             in capsys.readouterr().out)
 
 
-def test_a_frozen_results_file_gains_new_fields_without_force(project, capsys):
-    # a frozen file written before results files carried `stand_ins`: adding the field changes nothing it holds
+def test_a_frozen_results_file_is_never_rewritten_to_gain_new_fields(project, capsys):
+    # a frozen file written before results files carried `stand_ins` or costs: kept byte for byte (it holds
+    # the same verdicts), and the bake-off says it wrote nothing
     assert main(["grade", "cassettes/v2-demo", "--freeze"]) == 0
     assert main(["bakeoff", "--no-replay", "--json"]) == 0
     capsys.readouterr()
     path = project / "judge-bakeoff-results-v2.json"
     older = json.loads(path.read_text())
     del older["stand_ins"]
+    for f in older["files"]:
+        f.pop("cost_usd")
+    older.pop("cost_usd")
     path.write_text(json.dumps(older, indent=2))
+    before = path.read_bytes()
     assert main(["bakeoff", "--no-replay", "--json"]) == 0
     captured = capsys.readouterr()
-    assert json.loads(captured.out)["written"] == ["judge-bakeoff-results-v2.json"]
-    assert "overwriting" not in captured.err
-    rewritten = json.loads(path.read_text())
-    assert rewritten["frozen"] is True and rewritten["stand_ins"] == [] and rewritten["files"] == older["files"]
-
-
-def test_a_frozen_results_file_written_before_costs_were_kept_gains_them_without_force(project, capsys):
-    assert main(["grade", "cassettes/v2-demo", "--freeze"]) == 0
-    assert main(["bakeoff", "--no-replay", "--json"]) == 0
-    capsys.readouterr()
-    path = project / "judge-bakeoff-results-v2.json"
-    old = json.loads(path.read_text())
-    for f in old["files"]:  # as written before costs were kept: no cost anywhere
-        f.pop("cost_usd")
-    old.pop("cost_usd")
-    path.write_text(json.dumps(old))
-    # adding fields changes nothing the frozen file holds: no --force needed
-    assert main(["bakeoff", "--no-replay", "--json"]) == 0
-    assert "judge-bakeoff-results-v2.json" in json.loads(capsys.readouterr().out)["written"]
-    assert "cost_usd" in json.loads(path.read_text())
-    # a changed verdict in it still is a change
+    assert json.loads(captured.out)["written"] == [] and "wrote" not in captured.err
+    assert path.read_bytes() == before
+    # a changed verdict in it still is a change: refused without --force
     changed = json.loads(path.read_text())
     changed["files"][0]["results"][0]["judge_verdict"] = "not_grounded"
     path.write_text(json.dumps(changed))
