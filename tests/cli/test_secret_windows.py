@@ -105,6 +105,12 @@ COMMANDS = [
     ("cassettes", "list", "cassettes"),
     ("cassettes", "list", "cassettes", "--json"),
     ("export", "inspect", "cassettes/a", "cassettes/b", "--gold", "gold.json", "--out", "logs"),
+    ("bakeoff", "--gold", "gold.json", "--baseline", "cassettes/a", "--candidate", "cassettes/b", "--no-replay"),
+    ("bakeoff", "--gold", "gold.json", "--baseline", "cassettes/a", "--candidate", "cassettes/b", "--no-replay",
+     "--json", "--out-dir", "logs"),
+    ("bakeoff", "--gold", "gold.json", "--baseline", "cassettes/a", "--candidate", "cassettes/b", "--no-replay",
+     "--markdown"),
+    ("cassettes", "audit", "cassettes"),
 ]
 
 
