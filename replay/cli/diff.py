@@ -24,6 +24,7 @@ from replay.reports.flips_markdown import markdown_pieces
 from replay.runs.folder import Run, new_runs_folder, warm_conversations
 from replay.runs.stand_in_notes import stand_in_notes
 from replay.settings import load_settings, setting
+from replay.secrets.registry import redact
 
 
 def _default_gold() -> Path | None:
@@ -114,5 +115,5 @@ def _diff(run_a: str, label_a: str, run_b: str, gold_path: str | None, fmt: str,
         atomic_write_chunks(out, pieces)
         click.echo(f"wrote {out}: {len(report.flips)} flips of {report.paired} paired claims", err=True)
     else:
-        for piece in pieces:
-            click.echo(piece, nl=False)
+        for piece in pieces:  # whole lines: a secret is never split between two
+            click.echo(redact(piece), nl=False)

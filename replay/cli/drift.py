@@ -26,6 +26,7 @@ from replay.schema.claims import Claim
 from replay.schema.drift import DriftClaim, DriftReport
 from replay.schema.manifest import LEARN_MCP_URL
 from replay.settings import check_endpoint, setting
+from replay.secrets.registry import redact
 
 _STYLE = {"page-gone": "bold red", "value-changed": "red", "quote-gone": "yellow", "unchecked": "magenta",
           "changed-quote-intact": "cyan", "no-page": "dim", "unchanged": "green"}
@@ -102,7 +103,7 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
                              "--claims PATH"), err=True)
     if as_json:
         for piece in model_json_pieces(report, "claims"):  # written as it is made: 5,000 claims are no one text
-            click.echo(piece, nl=False)
+            click.echo(redact(piece), nl=False)  # whole lines: a secret is never split between two
     else:
         print_report(report)
     if report.at_risk:

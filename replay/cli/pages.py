@@ -17,6 +17,7 @@ from replay.files.json_text import dump_json
 from replay.reports.tables import console_for
 from replay.runs.page_store import NoPageAnswer, PageRecord, PageStore, open_indexed_store
 from replay.runs.stand_in_notes import STAND_IN_LEARN_NOTE
+from replay.secrets.registry import redact
 
 _STORE_HELP = "Page store folder (default: [tool.judge-replay] page-store, else .judge-replay/pages)."
 _CASSETTES_HELP = "Folder of run folders to index first (default: [tool.judge-replay] cassettes, else cassettes/)."
@@ -50,8 +51,8 @@ def history(url: str, store: str | None, cassettes: str | None, as_json: bool) -
     notes = stand_in_notes([*versions, *no_page])
     shown_url = versions[0].url if versions else no_page[0].url
     if as_json:
-        click.echo(dump_json({"url": shown_url, "notes": notes, "versions": [_version_json(v) for v in versions],
-                              "no_page": [_no_page_json(a) for a in no_page]}), nl=False)
+        click.echo(redact(dump_json({"url": shown_url, "notes": notes, "versions": [_version_json(v) for v in versions],
+                                     "no_page": [_no_page_json(a) for a in no_page]})), nl=False)
         return
     console = console_for()
     for note in notes:
