@@ -59,7 +59,8 @@ def claims_paths(paths: list[str | Path]) -> list[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found = sorted(q for q in p.rglob("*.json") if q.is_file())
+            # a pipe or a device among them is read, and refused: never a claims file silently left out
+            found = sorted(q for q in p.rglob("*.json") if q.exists() and not q.is_dir())
             dangling = sorted(q for q in p.rglob("*.json") if q.is_symlink() and not q.exists())
             if dangling:  # a claims file the run would silently go without
                 raise InputError(dangling[0], "is a symbolic link to nothing: restore what it points to, or remove it")

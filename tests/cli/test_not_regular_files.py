@@ -103,6 +103,8 @@ CASES = [
     ("claims /dev/zero", [*JUDGE, "--claims", "/dev/zero"], "/dev/zero", "character device", []),
     ("claims past its limit", [*JUDGE, "--claims", "claims"], CASSETTE, "MiB a claims file may be",
      [sparse(f"claims/{CASSETTE}.json", PAST["claims"])]),
+    ("a named pipe in the claims folder", [*JUDGE, "--claims", "claims"], "z.json", "named pipe",
+     [fifo("claims/z.json")]),
     ("grade --claims a named pipe", [*GRADE, "--claims", "p.json"], "p.json", "named pipe", [fifo("p.json")]),
     ("results.json a named pipe", GRADE, "results.json", "named pipe", [fifo("runs/a/results.json")]),
     ("results.json a link to /dev/zero", GRADE, "results.json", "character device",
