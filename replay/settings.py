@@ -54,7 +54,7 @@ def find_pyproject(start: Path | None = None) -> Path | None:
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
+        if candidate.exists() and not candidate.is_dir():  # a pipe or a device: refused by its reader, not skipped
             return candidate
     return None
 
@@ -124,7 +124,7 @@ def load_settings(start: Path | None = None) -> tuple[dict[str, Any], Path | Non
         return {}, None
     path = Path(display_path(found))
     try:
-        data = tomllib.loads(read_text(path))
+        data = tomllib.loads(read_text(path, "settings"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(path, f"not valid TOML: {exc}") from exc
     tool = data.get("tool", {})

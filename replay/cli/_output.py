@@ -14,6 +14,7 @@ import click
 def emit_report(out: Path | None, text: str | None, print_rich: Callable[[TextIO], None]) -> None:
     """Print the report or write it to `out`. `text` is a machine form (JSON, markdown); None means the
     terminal form, which `print_rich` renders (into a buffer when it goes to a file)."""
+    from replay.core.display import printable
     from replay.files.atomic import atomic_write_text
     from replay.files.paths import display_path
     from replay.secrets.registry import redact
@@ -27,7 +28,7 @@ def emit_report(out: Path | None, text: str | None, print_rich: Callable[[TextIO
         text = buffer.getvalue()
     if out is not None:
         atomic_write_text(out, text)
-        click.echo(f"wrote {display_path(out)}", err=True)
+        click.echo(f"wrote {printable(display_path(out))}", err=True)
     else:
         click.echo(redact(text), nl=False)  # a machine form quotes data as it is: the user's secrets removed
 

@@ -15,6 +15,7 @@ from replay.core.cost import format_usd, run_cost
 from replay.core.display import one_line, printable
 from replay.core.prices import Price
 from replay.errors import CheckFailed, InputError
+from replay.files.regular import open_regular
 from replay.runs.folder import Run, find_runs
 from replay.schema.manifest import RunStats
 from replay.schema.results import Usage
@@ -201,7 +202,7 @@ def _count_interactions(path: Path) -> int:
     """Interactions in a vcrpy YAML cassette, without parsing it (each starts a `- request:` line); 0
     for a missing or unreadable file (`verify` is the command that checks cassettes)."""
     try:
-        with path.open("rb") as fh:
+        with open_regular(path, "cassette") as fh:
             return sum(1 for line in fh if line.startswith(b"- request:"))
-    except OSError:
+    except (OSError, InputError):
         return 0

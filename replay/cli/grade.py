@@ -36,7 +36,7 @@ from replay.reports.scores import (
     unstable_lines,
 )
 from replay.reports.tables import console_for, print_panels, print_wrapped
-from replay.runs.folder import MANIFEST, Run, warm_conversations
+from replay.runs.folder import Run, holds_manifest, warm_conversations
 from replay.runs.stand_in_notes import stand_in_notes_for, stand_ins_of
 from replay.schema.claims import AnyClaim
 from replay.schema.gold import CompactGold
@@ -100,7 +100,7 @@ def run_of(results_path: Path, run_flag: Path | None) -> Run | None:
     if run_flag is not None:
         return Run(run_flag)
     folder = results_path if results_path.is_dir() else results_path.parent
-    return Run(folder) if (folder / MANIFEST).is_file() else None
+    return Run(folder) if holds_manifest(folder) else None
 
 
 def grade_path(path: Path, gold: CompactGold, run: Run | None, extra_claims: Mapping[ClaimKey, AnyClaim],
@@ -246,7 +246,7 @@ def command(
     loaded = load_compact_results(results)  # a bad results file is reported before anything is changed
     if freeze is not None:
         for changed in set_frozen(results, freeze):
-            click.echo(f"{'froze' if freeze else 'unfroze'} {display_path(changed)}", err=True)
+            click.echo(f"{'froze' if freeze else 'unfroze'} {printable(display_path(changed))}", err=True)
     gold_path = setting_path("gold", gold_flag)
     if gold_path is None:
         if freeze is not None:

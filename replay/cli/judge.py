@@ -231,7 +231,7 @@ def command(
             retry = retry_failed_command(m, str(run_dir), learn_url=learn_url, anthropic_base_url=anthropic_base_url,
                                          batch=route is not None and route.batch is not None, no_cache=no_cache,
                                          max_cost=max_cost, resume=route is not None and route.command_choices()["resume"])
-            click.echo(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed ({', '.join(paths)}); the run keeps "
+            click.echo(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed ({', '.join(map(printable, paths))}); the run keeps "
                        f"what was recorded. To record just those again:\n  {printable(retry)}", err=True)
         else:
             click.echo(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed", err=True)

@@ -118,8 +118,8 @@ def _known_versions(page_store: PageStore, url: str) -> list[PageRecord]:
     if versions:
         return versions
     known = page_store.urls()
-    listing = "\n".join(f"  {printable(u)}" for u in known) if known else "  (none: no run under the cassettes folder read a page)"
-    raise UsageError(f"no recorded version of {printable(url)}; the page store knows:\n{listing}")
+    listing = [f"  {u}" for u in known] if known else ["  (none: no run under the cassettes folder read a page)"]
+    raise UsageError(f"no recorded version of {url}; the page store knows:", *listing)
 
 
 def _version_json(v: PageRecord) -> dict[str, object]:

@@ -14,6 +14,7 @@ from replay.core.sample_results import combined
 from replay.errors import InputError
 from replay.files.inputs import load_claims_batch
 from replay.files.paths import portable_path
+from replay.files.regular import read_regular
 from replay.files.results import load_compact_results
 from replay.judge.progress import RunProgress
 from replay.learn.sessions import LearnSessions
@@ -185,11 +186,11 @@ def _claims_entry(path: Path, batch: HeldClaims, samples: int = 1) -> ClaimsFile
 
 
 def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(read_regular(path, "claims")).hexdigest()
 
 
 def _same_but_line_ends(path: Path, recorded: str) -> bool:
     """Whether the file is the one recorded with its line ends converted (a checkout with Git's
     `core.autocrlf`, the default on Windows, writes CRLF): the same JSON, the same claims."""
-    lf = path.read_bytes().replace(b"\r\n", b"\n")
+    lf = read_regular(path, "claims").replace(b"\r\n", b"\n")
     return recorded in (hashlib.sha256(lf).hexdigest(), hashlib.sha256(lf.replace(b"\n", b"\r\n")).hexdigest())

@@ -271,10 +271,10 @@ def _refuse_all_failed(judged: HeldFiles, rerecord: str, *, resumable: bool = Fa
         raise RecordingFailed(
             f"every conversation failed ({len(judged)} of {len(judged)} claims files), so no run was written: "
             + "; ".join(_secrets.redact(r) for r in reasons[:3])
-            + ("; ..." if len(reasons) > 3 else "")
-            + ("\n  the batches submitted so far are kept: --batch --resume answers from them, nothing is paid twice"
-               if resumable else "")
-            + f"\n  to try again: {rerecord}"
+            + ("; ..." if len(reasons) > 3 else ""),
+            *(["  the batches submitted so far are kept: --batch --resume answers from them, nothing is paid twice"]
+              if resumable else []),
+            f"  to try again: {rerecord}",
         )
 
 
