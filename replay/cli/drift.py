@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from replay.analysis.drift_inputs import drift_items, run_drift
+from replay.core.commands import Endpoints
 from replay.core.display import printable
 from replay.core.drift import AT_RISK_STATUSES, STATUS_ORDER, unchecked
 from replay.errors import CheckFailed, InputError, UsageError
@@ -24,7 +25,7 @@ from replay.runs.stand_in_notes import stand_in_notes
 from replay.schema.claims import Claim
 from replay.schema.drift import DriftClaim, DriftReport
 from replay.schema.manifest import LEARN_MCP_URL
-from replay.settings import check_endpoint, setting
+from replay.settings import check_endpoint, given_endpoints, setting
 
 _STYLE = {"page-gone": "bold red", "value-changed": "red", "quote-gone": "yellow", "unchecked": "magenta",
           "changed-quote-intact": "cyan", "no-page": "dim", "unchanged": "green"}
@@ -85,9 +86,11 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
     items = drift_items(old_run, overrides)
     old_run.forget_claims()  # the items hold what drift needs of them
     unknown = sorted({i.file for i in items if i.claim is None})
+    # the re-record judges the pages compared: --live's from the endpoint they were fetched from now
+    endpoints = Endpoints(endpoint, given_endpoints().anthropic_base_url) if live else None
     report = run_drift(old_run, new_run, run_name=run.rstrip("/"), against_name=against_name,
                        claims=overrides, claims_paths=override_paths, today=now.strftime("%Y%m%d"),
-                       outside_project=new_runs_folder(old_run), items=items)
+                       outside_project=new_runs_folder(old_run), items=items, endpoints=endpoints)
     del items
     if live:
         report.snapshot = against_name

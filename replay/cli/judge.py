@@ -12,7 +12,7 @@ import click
 
 from replay.cli._output import examples, no_dash
 from replay.core.budget import CostBudget
-from replay.core.commands import DEFAULT_MAX_TOKENS, judge_command, retry_failed_command
+from replay.core.commands import DEFAULT_MAX_TOKENS, Endpoints, judge_command, retry_failed_command
 from replay.core.cost import cost_line, file_cost, format_usd, total_usd
 from replay.core.sample_results import split
 from replay.core.display import printable
@@ -21,6 +21,7 @@ from replay.runs.folder import Run
 from replay.schema.common import VERDICTS
 from replay.schema.manifest import LEARN_MCP_URL
 from replay.settings import check_endpoint, project_prices, setting
+from replay.urls import as_given
 
 if TYPE_CHECKING:
     from replay.judge.held import RunResults
@@ -217,7 +218,9 @@ def command(
         written.append(out)
     replayed_batch_run = mode == "replay" and run_dir is not None and Run(run_dir).manifest.batch_ids is not None
     batched = (route is not None and route.batch is not None) or replayed_batch_run
-    click.echo(summary(results, mode, written, results.header.stand_ins, batch=batched))
+    text = summary(results, mode, written, results.header.stand_ins, batch=batched)
+    # the failures it quotes name a stand-in as the user gave it (the run stores the canonical form)
+    click.echo(as_given(text, learn_url, anthropic_base_url) if mode != "replay" else text)
     if budget is not None and budget.refused:
         click.echo(f"judge: {budget.refused}: the claims files it stopped are failed files of the run; raise "
                    "--max-cost to record them", err=True)
@@ -226,7 +229,7 @@ def command(
         if run_dir and mode == "record":
             m = Run(run_dir).manifest
             paths = [e.path for e in m.claims if e.file in {f.file for f in failed}]
-            retry = retry_failed_command(m, str(run_dir), learn_url=learn_url, anthropic_base_url=anthropic_base_url,
+            retry = retry_failed_command(m, str(run_dir), endpoints=Endpoints(learn_url, anthropic_base_url),
                                          batch=route is not None and route.batch is not None, no_cache=no_cache,
                                          max_cost=max_cost, resume=route is not None and route.command_choices()["resume"])
             click.echo(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed ({', '.join(paths)}); the run keeps "

@@ -81,7 +81,7 @@ def test_the_gate_refuses_a_candidate_with_claims_without_a_verdict(project, cap
     # every claims file of the run with --retry-failed: only the failed ones are recorded again, the others
     # are kept as recorded (a command naming just the failed files would replace the run with a part of it)
     assert fix == retry_failed_command(manifest, "runs/v3-failed")
-    assert fix.endswith(" --retry-failed --max-tokens 8192") and " --claims demo/claims/azure-openai-models.json " in fix
+    assert fix.endswith(" --retry-failed") and " --claims demo/claims/azure-openai-models.json " in fix
 
 
 def test_the_gate_refuses_even_when_the_candidate_would_otherwise_win(project, capsys):
@@ -101,7 +101,7 @@ def test_the_gate_refuses_even_when_the_candidate_would_otherwise_win(project, c
     assert out["gate"]["reason"].startswith("do not adopt: the candidate has 1 claim without a verdict out of 43")
     assert out["gate"]["reason"].endswith("--run runs/v3-failed --mode record --model claude-sonnet-5-5 --learn-url "
                                           "http://127.0.0.1:8931/api/mcp --anthropic-base-url http://127.0.0.1:8932 "
-                                          "--retry-failed --max-tokens 8192")  # what the demo run asked
+                                          "--retry-failed")  # what the demo run asked: the default --max-tokens
 
 
 def test_a_baseline_without_verdicts_cannot_flatter_a_candidate(project, capsys):
