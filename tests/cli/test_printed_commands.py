@@ -217,3 +217,23 @@ def test_a_retry_on_another_endpoint_names_the_one_given(workdir: Path, served: 
                  "--learn-url", other, "--anthropic-base-url", served[1].url, "--retry-failed", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert f"recorded with {other}:" in err and f"--learn-url http://127.0.0.1:{LEARN_STAND_IN_PORT}/api/mcp;" in err
+
+
+def test_a_failure_is_stored_with_the_canonical_endpoint_and_printed_with_the_one_given(
+        workdir: Path, capsys: Any) -> None:
+    """A Learn outage fails a file: results.json keeps the error text replay reproduces (the stored,
+    default-port form), the summary and the printed retry command name the port the stand-in is on."""
+    with start_learn(workdir / "pages", fail_first=4, fail_status=503) as learn, start_model() as model:
+        code = main(["judge", "--prompt", "v3", "--claims", "claims", "--run", "runs/r", "--mode", "record",
+                     "--learn-url", learn.url, "--anthropic-base-url", model.url, "--concurrency", "1",
+                     "--no-progress"])
+        out, err = capsys.readouterr()
+        assert code == 1, err
+        stored = [f.error for f in Run(workdir / "runs" / "r").results.files if f.error]
+        assert stored and f"127.0.0.1:{LEARN_STAND_IN_PORT}/api/mcp" in stored[0]
+        (failed,) = [line for line in out.splitlines() if line.startswith("  failed: ")]
+        assert learn.url in failed and f":{LEARN_STAND_IN_PORT}/" not in failed
+        retry = err.split("To record just those again:\n", 1)[1].strip()
+        assert f"--learn-url {learn.url}" in retry
+        assert main(shlex.split(retry)[1:]) == 0  # as printed: the outage is over
+    assert all(r.judge_verdict for f in Run(workdir / "runs" / "r").results.files for r in f.results)
