@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from replay.core.commands import Endpoints
 from replay.core.prices import Price, price_table
 from replay.errors import InputError, UsageError
 from replay.files.inputs import read_text
@@ -177,6 +178,14 @@ def setting(name: str, flag_value: Any, default: Any = None, start: Path | None 
         return from_environment
     settings, _ = load_settings(start)
     return settings.get(key, default)
+
+
+def given_endpoints(learn_url: str | None = None, anthropic_base_url: str | None = None) -> Endpoints:
+    """The endpoints in effect for this command as the user gave them: each flag's value if given, else its
+    environment variable, else the project setting; None where none says (a command printed from a run
+    then carries the run's own). What printed commands carry, so that they run as printed."""
+    return Endpoints(learn_url=setting("learn-url", learn_url),
+                     anthropic_base_url=setting("anthropic-base-url", anthropic_base_url))
 
 
 def setting_path(name: str, flag_value: str | Path | None) -> Path | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from replay.core.display import one_line, printable
 from replay.core.prices import Price
 from replay.errors import CheckFailed, InputError
 from replay.files.regular import open_regular
+from replay.reports.fit import plain_columns, text_width
 from replay.runs.folder import Run, find_runs
 from replay.schema.manifest import RunStats
 from replay.schema.results import Usage
@@ -167,9 +169,9 @@ def _table(rows: list[dict[str, Any]]) -> None:
         ]
         for r in rows
     ]
-    widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
-    for row in table:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    # fitted to the width: the columns in groups that each fit, every group led by the run (no cell cut)
+    for line in plain_columns(headers, table[1:], text_width(sys.stdout)):
+        click.echo(line)
 
 
 def _row(run: Run, prices: Mapping[str, Price]) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from replay.schema.claims import AnyClaim
 from replay.schema.gold import CompactGold
 from replay.schema.results import CompactResults
 from replay.schema.scores import GateDecision, Scores
-from replay.settings import gate_stability, project_prices, setting, setting_path
+from replay.settings import gate_stability, given_endpoints, project_prices, setting, setting_path
 
 
 @dataclass
@@ -77,7 +77,7 @@ class Graded:
     @property
     def side(self) -> Side:
         """What the gate needs to say how to record more samples of these results."""
-        return Side(display_path(self.run.path) if self.run is not None else None, self.cost_usd)
+        return Side(display_path(self.run.path) if self.run is not None else None, self.cost_usd, given_endpoints())
 
     @property
     def cost(self) -> str:

@@ -3,6 +3,8 @@ skeleton, settings, a snapshot test and a CI workflow). It never overwrites a fi
 
 from __future__ import annotations
 
+import shlex
+import sys
 import tomllib
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from replay.files.json_text import dump_json
 from replay.core.display import printable
 from replay.files.paths import display_path
 from replay.files.regular import read_regular_text
+from replay.reports.fit import text_width, wrap_command, wrap_words
 
 MODELS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
 
@@ -167,5 +170,14 @@ def command(folder: str) -> None:
     click.echo(f"judge-replay init: wrote {shown}")
     for path in [*files, root / "pyproject.toml"]:
         click.echo(f"  {printable(display_path(path))}")
-    click.echo("next: record a baseline and a candidate run (billed; or against the stand-ins, see "
-               "`judge-replay judge --help`), then `judge-replay bakeoff --check` and `pytest --snapshot-update`")
+    width = text_width(sys.stdout)
+    steps = [*([f"cd {shlex.quote(shown)}"] if shown != "." else []),
+             "judge-replay judge --help   # record a baseline and a candidate run (billed, or against the stand-ins)",
+             "judge-replay bakeoff --check", "pytest --snapshot-update"]
+    click.echo("next, each command on its own line:")
+    for step in steps:  # a comment goes on a line of its own where the line would not fit
+        command, _, comment = step.partition("   # ")
+        if comment and len(step) + 2 > width:
+            click.echo("\n".join(f"  # {line}" for line in wrap_words(comment, width - 4, indent=0, hang=0)))
+            step = command
+        click.echo("\n".join(wrap_command(step, width, indent=2)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ import click
 from replay.cli._jobs import jobs_option
 from replay.cli._output import examples, no_dash
 from replay.core.budget import CostBudget
-from replay.core.commands import DEFAULT_MAX_TOKENS, judge_command, retry_failed_command
+from replay.core.commands import DEFAULT_MAX_TOKENS, Endpoints, judge_command, retry_failed_command
 from replay.core.cost import cost_line, file_cost, format_usd, total_usd
 from replay.core.sample_results import split
 from replay.core.display import printable
@@ -22,6 +23,8 @@ from replay.runs.folder import Run
 from replay.schema.common import VERDICTS
 from replay.schema.manifest import LEARN_MCP_URL
 from replay.settings import check_endpoint, project_prices, setting
+from replay.reports.fit import fit_lines, text_width, wrap_command
+from replay.urls import as_given
 
 if TYPE_CHECKING:
     from replay.judge.held import RunResults
@@ -206,8 +209,8 @@ def command(
                 prompt=str(prompt), claims=claims_paths, run=run_dir, mode=mode, model=model, learn_url=learn_url,
                 anthropic_base_url=anthropic_base_url, pages_from=pages_from, retry_failed=retry_failed,
                 samples=k, **route.command_choices())
-            click.echo("judge: the batches the journal holds are kept; to continue without paying for them again "
-                       f"(--batch --resume):\n  {printable(resume_command)}", err=True)
+            echo_fitted("judge: the batches the journal holds are kept; to continue without paying for them again "
+                        "(--batch --resume):", command=resume_command)
         raise
     if route is not None:
         route.finished([f.file for f in failed_files(results.files())])
@@ -219,7 +222,10 @@ def command(
         written.append(out)
     replayed_batch_run = mode == "replay" and run_dir is not None and Run(run_dir).manifest.batch_ids is not None
     batched = (route is not None and route.batch is not None) or replayed_batch_run
-    click.echo(summary(results, mode, written, results.header.stand_ins, batch=batched))
+    text = summary(results, mode, written, results.header.stand_ins, batch=batched)
+    # the failures it quotes name a stand-in as the user gave it (the run stores the canonical form)
+    text = as_given(text, learn_url, anthropic_base_url) if mode != "replay" else text
+    click.echo("\n".join(fit_lines(text, text_width(sys.stdout))))  # wrapped at words, nothing cut
     if budget is not None and budget.refused:
         click.echo(f"judge: {budget.refused}: the claims files it stopped are failed files of the run; raise "
                    "--max-cost to record them", err=True)
@@ -228,14 +234,22 @@ def command(
         if run_dir and mode == "record":
             m = Run(run_dir).manifest
             paths = [e.path for e in m.claims if e.file in {f.file for f in failed}]
-            retry = retry_failed_command(m, str(run_dir), learn_url=learn_url, anthropic_base_url=anthropic_base_url,
+            retry = retry_failed_command(m, str(run_dir), endpoints=Endpoints(learn_url, anthropic_base_url),
                                          batch=route is not None and route.batch is not None, no_cache=no_cache,
                                          max_cost=max_cost, resume=route is not None and route.command_choices()["resume"])
-            click.echo(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed ({', '.join(map(printable, paths))}); the run keeps "
-                       f"what was recorded. To record just those again:\n  {printable(retry)}", err=True)
+            echo_fitted(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed ({', '.join(paths)}); "
+                        "the run keeps what was recorded. To record just those again:", command=retry)
         else:
             click.echo(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed", err=True)
         click.get_current_context().exit(1)
+
+
+def echo_fitted(text: str, *, command: str) -> None:
+    """A message on stderr wrapped at words to its width, then `command` on its own lines, wrapped with `\\`
+    continuations (`fit.wrap_command`): pasted into a shell, it is the command."""
+    width = text_width(sys.stderr)
+    click.echo("\n".join([*fit_lines(printable(text), width), *wrap_command(printable(command), width, indent=2)]),
+               err=True)
 
 
 def chosen_mode(mode: str | None, run_dir: str | None, *, recording_flags: dict[str, bool]) -> str:

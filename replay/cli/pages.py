@@ -7,14 +7,12 @@ import sys
 from collections.abc import Sequence
 
 import click
-from rich.markup import escape as rich_escape
-from rich.table import Table
 from rich.text import Text
 
 from replay.core.display import printable
 from replay.errors import UsageError
 from replay.files.json_text import dump_json
-from replay.reports.tables import console_for
+from replay.reports.tables import TextTable, console_for, print_wrapped
 from replay.runs.page_store import NoPageAnswer, PageRecord, PageStore, open_indexed_store
 from replay.runs.stand_in_notes import STAND_IN_LEARN_NOTE
 from replay.secrets.registry import redact
@@ -56,21 +54,18 @@ def history(url: str, store: str | None, cassettes: str | None, as_json: bool) -
         return
     console = console_for()
     for note in notes:
-        console.print(Text(printable(note), style="bold yellow"))
+        print_wrapped(console, note, "bold yellow")
     if versions:
-        table = Table(title=rich_escape(printable(f"{shown_url}: {len(versions)} recorded version(s)")),
-                      title_justify="left")
-        for name in ("hash", "first seen", "last seen", "runs", "size"):
-            table.add_column(name, justify="right" if name == "size" else "left", overflow="fold")
-        for v in versions:
-            table.add_row(v.short, Text(printable(v.first_seen)), Text(printable(v.last_seen)),
-                          Text(printable(", ".join(v.runs))), f"{v.size:,} B")
-        console.print(table)
+        # fitted to the width without breaking a hash, a time or a run's name (`TextTable`)
+        print_wrapped(console, f"{shown_url}: {len(versions)} recorded version(s)")
+        TextTable("", ["hash", "first seen", "last seen", "runs", "size"],
+                  [[v.short, v.first_seen, v.last_seen, ", ".join(v.runs), f"{v.size:,} B"] for v in versions],
+                  right_from=4).print(console)
     else:
-        console.print(Text(printable(f"{shown_url}: no recorded version (no run read a page there)")))
+        print_wrapped(console, f"{shown_url}: no recorded version (no run read a page there)")
     for a in no_page:
         when = a.first_seen if a.first_seen == a.last_seen else f"{a.first_seen} to {a.last_seen}"
-        console.print(Text(printable(f"{a.meaning}: {', '.join(a.runs)} ({when})")), soft_wrap=True)
+        print_wrapped(console, f"{a.meaning}: {', '.join(a.runs)} ({when})")
 
 
 @command.command("diff", epilog=f"\b\nExample (the change between two given versions):\n"

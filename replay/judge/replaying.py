@@ -24,7 +24,7 @@ from replay.runs.receipts import receipt_for
 from replay.runs.writer import reading
 from replay.schema.manifest import ClaimsFileEntry
 from replay.schema.results import FileResult, HeldFiles, ResultsFile
-from replay.settings import project_prices
+from replay.settings import given_endpoints, project_prices
 from replay.urls import LEARN_STAND_IN_PORT
 
 if TYPE_CHECKING:
@@ -93,8 +93,10 @@ def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, HeldClai
     m = run.manifest
     warm_replay_indexes(run.cassette_path(batch.file, sample) for _, batch in batches
                         for sample in range(1, m.sample_count + 1))
+    given = given_endpoints()  # the command to re-record records against the endpoints the user gives
     rerecord = judge_command(prompt=prompt.name, claims=[portable_path(p) for p, _ in batches], run=str(run.path),
-                             model=m.model, learn_url=m.learn_url, anthropic_base_url=m.anthropic_base_url,
+                             model=m.model, learn_url=given.learn_url or m.learn_url,
+                             anthropic_base_url=given.anthropic_base_url or m.anthropic_base_url,
                              pages_from=m.pages_from, batch=m.batch_ids is not None, no_cache=m.cache is False,
                              max_cost=m.max_cost_usd, samples=m.sample_count,
                              max_tokens=(m.max_tokens or LEGACY_MAX_TOKENS) if (m.max_tokens or LEGACY_MAX_TOKENS)
