@@ -14,6 +14,9 @@ the same order. A worker that fails on a cassette (unreadable, malformed) leaves
 and says nothing: the serial work meets the same cassette and reports it as it always has (one line,
 the same exit code).
 
+The command line sets the jobs (`using_jobs`, from `--jobs` or the `jobs` setting; one per core by
+default); called as a library, outside such a block, nothing is started.
+
 Only what the parent finds cold goes to the pool (an entry's first line checked against the
 cassette's stamp: `entry_is_current`), and only when there are at least `MIN_COLD` such cassettes and
 more than one job: a warm cache costs a look at each entry's first line, and no process is started.
@@ -41,8 +44,8 @@ from replay.secrets.registry import remember, remembered
 MIN_COLD = 8
 """Fewer cold cassettes than this are parsed by the serial work itself (starting workers costs more)."""
 
-_jobs: list[int | None] = [None]
-"""The jobs set by `using_jobs` (None: one per core)."""
+_jobs: list[int] = [1]
+"""The jobs set by `using_jobs` (1 outside it: see `using_jobs`)."""
 
 
 def default_jobs() -> int:
@@ -54,15 +57,18 @@ def default_jobs() -> int:
 
 
 def jobs() -> int:
-    """How many processes parse cassettes at once: `using_jobs`'s, else one per core."""
-    return _jobs[0] or default_jobs()
+    """How many processes parse cassettes at once: `using_jobs`'s, else 1 (no worker)."""
+    return _jobs[0]
 
 
 @contextmanager
 def using_jobs(count: int | None) -> Iterator[None]:
-    """Within this block, `warm` uses `count` processes (None: one per core; 1: no worker at all)."""
+    """Within this block, `warm` uses `count` processes (None: one per core; 1: no worker at all). The
+    command line opens one around each command (`--jobs`); outside it, the library starts no process:
+    a worker imports the main module of the program that started it, and a script calling us without an
+    `if __name__ == "__main__":` guard would run again in each worker."""
     before = _jobs[0]
-    _jobs[0] = count
+    _jobs[0] = count or default_jobs()
     try:
         yield
     finally:
