@@ -83,8 +83,8 @@ def test_verdicts(run, verdict_snapshot):
 
 WORKFLOW = '''# judge-replay (`judge-replay init` wrote this workflow): replays the recorded runs offline (no key,
 # no network), checks their verdict snapshots, then grades the candidate against the baseline with the
-# adoption gate. `--check` fails the job when the gate refuses the candidate; `bakeoff` and `pytest`
-# write their summaries to the job's summary page.
+# adoption gate. `--check` fails the job when the gate refuses the candidate; `bakeoff` writes its
+# report to the job's summary page.
 name: judge
 on:
   push:
@@ -97,7 +97,7 @@ jobs:
       - uses: actions/setup-python@v5
         with:
           python-version: "3.12"
-      - run: pip install judge-replay pytest
+      - run: pip install judge-replay pytest   # or however your project installs judge-replay
       - name: Every run replays as recorded (offline, free)
         run: judge-replay cassettes verify runs/*
       - name: Verdict snapshots
