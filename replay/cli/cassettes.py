@@ -13,7 +13,7 @@ import click
 from replay.cli._jobs import jobs_option
 from replay.cli._output import examples
 from replay.core.cost import format_usd, run_cost
-from replay.core.display import one_line, printable
+from replay.core.display import printable
 from replay.core.prices import Price
 from replay.errors import CheckFailed, InputError
 from replay.files.regular import open_regular
@@ -81,7 +81,7 @@ def _counted(n: int, what: str) -> str:
 def _skipped(hidden: list[Path], special: list[Path]) -> str:
     """What the audit did not read, named (the first three of each kind)."""
     def named(paths: list[Path]) -> str:
-        shown = ", ".join(one_line(str(p)) for p in paths[:3])
+        shown = ", ".join(printable(str(p)) for p in paths[:3])
         return shown + (f" and {len(paths) - 3:,} more" if len(paths) > 3 else "")
 
     parts = ([f"{_counted(len(hidden), 'hidden folder')} ({named(hidden)})"] if hidden else [])
