@@ -1,18 +1,21 @@
 """pytest plugin (entry point `pytest11`): the `verdict_snapshot` fixture, the `--replay-*` options, the
-terminal summary listing every verdict snapshot mismatch in full, and the record mode (`judge_run`
-marker and fixture, `--record-mode`)."""
+terminal summary listing every verdict snapshot mismatch in full, the record mode (`judge_run` marker and
+fixture, `--record-mode`), and the stand-ins as fixtures (`learn_stand_in`, `model_stand_in`)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
-    from collections.abc import Generator
+    from collections.abc import Callable, Generator
 
     from syrupy.assertion import SnapshotAssertion
 
+    from replay.sim import LearnStandIn, ModelStandIn
     from replay.snapshots.extension import VerdictSnapshotAssertion
     from replay.snapshots.verdicts import RunVerdicts
 
@@ -51,6 +54,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    from replay.secrets.environment import remember_environment
+
+    remember_environment()  # before any run is read: no snapshot, cache or line printed holds them
     # the extension (and the verdicts it compares) loaded once per process: an inner pytester session
     # restores sys.modules when it ends, and a class loaded inside it would be another class next time
     import replay.snapshots.extension  # noqa: F401
@@ -110,8 +116,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
 def judge_run(request: pytest.FixtureRequest) -> RunVerdicts:
     """The verdicts of the run named by the test's `@pytest.mark.judge_run(prompt=..., claims=..., run=...)`,
     replayed offline (recorded first when `--record-mode` says so): `assert judge_run == verdict_snapshot`."""
+    from replay.secrets.environment import remember_environment
     from replay.snapshots.record_mode import marked_run
 
+    remember_environment()  # again: a test (or a conftest) may have set them after the session began
     return marked_run(request)
 
 
@@ -119,6 +127,47 @@ def judge_run(request: pytest.FixtureRequest) -> RunVerdicts:
 def verdict_snapshot(snapshot: SnapshotAssertion) -> VerdictSnapshotAssertion:
     """syrupy's `snapshot`, storing a run's verdicts under `snapshots/<run>/`:
     `assert replay_run("cassettes/v3-demo") == verdict_snapshot`."""
+    from replay.secrets.environment import remember_environment
     from replay.snapshots.extension import VerdictSnapshotAssertion
 
+    remember_environment()  # again: a test (or a conftest) may have set them after the session began
     return VerdictSnapshotAssertion.from_snapshot(snapshot)
+
+
+@pytest.fixture
+def learn_stand_in() -> Generator[Callable[..., LearnStandIn], None, None]:
+    """Start the Learn MCP stand-in over a pages folder: `learn = learn_stand_in(pages_dir)`, then
+    `learn.url` is its endpoint (127.0.0.1, a free port). Keyword options are `replay.sim.start_learn`'s
+    (`strict_sessions`, `fail_first`, `fail_status`, `flaky`). Every stand-in started is stopped after the test."""
+    from replay.sim import start_learn
+
+    started: list[LearnStandIn] = []
+
+    def start(pages_dir: str | os.PathLike[str], **options: Any) -> LearnStandIn:
+        handle = start_learn(Path(pages_dir), **options)
+        started.append(handle)
+        return handle
+
+    yield start
+    for handle in reversed(started):
+        handle.stop()
+
+
+@pytest.fixture
+def model_stand_in() -> Generator[Callable[..., ModelStandIn], None, None]:
+    """Start the Messages API stand-in (a deterministic judge policy, as strict as the API about requests):
+    `model = model_stand_in()`, then `model.url` is the base URL to give the `anthropic` client. Keyword
+    options are `replay.sim.start_model`'s (`fetch_per_turn`, `batch_settings`, `thinking`, `cut_off`, `noise`).
+    Every stand-in started is stopped after the test."""
+    from replay.sim import start_model
+
+    started: list[ModelStandIn] = []
+
+    def start(**options: Any) -> ModelStandIn:
+        handle = start_model(**options)
+        started.append(handle)
+        return handle
+
+    yield start
+    for handle in reversed(started):
+        handle.stop()

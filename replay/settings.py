@@ -14,6 +14,7 @@ from replay.files.inputs import read_text
 from replay.files.paths import display_path
 from replay.schema.manifest import endpoint_problem
 from replay.secrets.registry import remember_url
+from replay.secrets.excerpts import clean, excerpt
 
 
 def check_endpoint(url: str, flag: str) -> str:
@@ -44,6 +45,7 @@ SETTINGS: dict[str, str] = {
     "prices": "a table",
     "gate-stability": "a number from 0 to 1",
     "check": "true or false",
+    "jobs": "a whole number of at least 1",
 }
 """Every setting `[tool.judge-replay]` may hold (dashes or underscores alike), and what its value must be.
 A new setting is added here, so that a misspelt one is an error rather than silently ignored."""
@@ -98,7 +100,8 @@ def _validated(path: Path, table: Any) -> dict[str, Any]:
         if name in settings:
             raise InputError(path, f"[tool.judge-replay] sets {name!r} twice (with a dash and an underscore)")
         if not _fits(SETTINGS[name], value):
-            shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+            shown = clean(repr(value))
+            shown = shown if len(shown) <= 60 else excerpt(shown, 57, mark="...")
             if name.endswith("-url"):  # may carry credentials: its type, never its text
                 shown = f"a {type(value).__name__}"
             raise InputError(path, f"[tool.judge-replay] {key} must be {SETTINGS[name]}, not {shown}")

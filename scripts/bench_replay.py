@@ -19,12 +19,12 @@ requests); the first three send them through a real `httpx.Client`:
 
 A fifth line, `httpx alone`, sends the same requests through an httpx.Client whose transport answers
 at once: the HTTP client's own share, which every replay through it pays and the floor does not.
-A sixth, `judge-replay's own`, hands the same requests (built beforehand) straight to the transport
-judge-replay patches, without a client: our code alone; the rest of the judge-replay figure is the
+A sixth, `judge-replay's own`, hands the same requests (built beforehand) straight to the recording
+transport a conversation's clients are built on, without a client: our code alone; the rest of the judge-replay figure is the
 client's work with these requests and the recorded answers, which vcrpy's figures include as well.
 The vcrpy plain line also says how far ahead of it a replay that cost nothing itself could be, through
 the same client (vcrpy plain / httpx alone): the ceiling of that comparison on this machine.
-Start-up (imports, patching) is outside every figure; each is the fastest of `--repeat` passes.
+Start-up (imports) is outside every figure; each is the fastest of `--repeat` passes.
 The last line of output is JSON:
     {"files", "interactions", "ms_per_request", "floor_ms_per_request",
      "vcrpy_plain_ms_per_request", "vcrpy_body_ms_per_request"}
@@ -107,12 +107,12 @@ def _send_all(client: httpx.Client, conv: Conversation) -> None:
 
 def bench_ours(run_dir: Path, convs: list[Conversation]) -> float:
     """Seconds to replay every conversation through HttpRecorder (cassette load and index included)."""
-    client = httpx.Client()
+    network = httpx.HTTPTransport()  # never reached: the seam's transport answers every request
     with HttpRecorder("replay", run_dir) as rec:
         t0 = time.perf_counter()
         for conv in convs:
-            with rec.conversation(conv.claims_file):
-                _send_all(client, conv)
+            with rec.conversation(conv.claims_file) as seam:
+                _send_all(httpx.Client(transport=seam.transport(network)), conv)
         seconds = time.perf_counter() - t0
     if rec.unused():
         raise SystemExit(f"judge-replay left interactions unused: {rec.unused()}")
@@ -121,13 +121,15 @@ def bench_ours(run_dir: Path, convs: list[Conversation]) -> float:
 
 def bench_own(run_dir: Path, convs: list[Conversation]) -> float:
     """Seconds of judge-replay's own code in `bench_ours`: the same requests, built beforehand (untimed),
-    handed straight to the patched transport, without a client (cassette load and index included)."""
-    transport = httpx.HTTPTransport()
+    handed straight to the conversation's recording transport, without a client (cassette load and index
+    included)."""
+    network = httpx.HTTPTransport()
     requests = [[httpx.Request(r.method, r.uri, headers=r.headers, content=r.body) for r in conv.requests] for conv in convs]
     with HttpRecorder("replay", run_dir) as rec:
         t0 = time.perf_counter()
         for conv, sent in zip(convs, requests):
-            with rec.conversation(conv.claims_file):
+            with rec.conversation(conv.claims_file) as seam:
+                transport = seam.transport(network)
                 for r, request in zip(conv.requests, sent):
                     if transport.handle_request(request).status_code != r.status:
                         raise SystemExit(f"{conv.cassette.name}: replayed another status than recorded")
@@ -239,7 +241,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"judge-replay        {ours:8.3f} ms/request  (cache cold {ours_cold:.3f}, cache off {ours_off:.3f})")
     print(f"floor (JSON + dict) {floor:8.3f} ms/request  -> judge-replay is {ours / floor:.1f}x the floor")
     print(f"httpx client alone  {client:8.3f} ms/request  (no cassette: the client's share of the figures above)")
-    print(f"judge-replay's own  {own:8.3f} ms/request  (the patched transport given the same requests, no client;"
+    print(f"judge-replay's own  {own:8.3f} ms/request  (the recording transport given the same requests, no client;"
           f" the client's work with these requests and answers: {ours - own:.3f})")
     print(f"vcrpy {vcr.__version__} plain   {plain:8.3f} ms/request  -> {plain / ours:.1f}x judge-replay"
           f" (at most {plain / client:.1f}x for any replay through this client: vcrpy plain / client alone)")

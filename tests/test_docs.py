@@ -148,3 +148,12 @@ def test_nothing_in_the_repository_cites_the_contract_document() -> None:
         if mention in text or re.search(r"\bSPEC\b", text):
             citing.append(name)
     assert not citing, f"these files cite a contract document the repository does not have: {citing}"
+
+
+def test_the_settings_page_has_a_row_for_every_setting() -> None:
+    from replay.settings import SETTINGS
+
+    page = (REPO / "docs" / "reference" / "settings.md").read_text("utf-8")
+    rows = {line.split("|")[1].strip().strip("`") for line in page.splitlines() if line.startswith("| `")}
+    assert sorted(set(SETTINGS) - rows) == []
+    assert sorted(rows - set(SETTINGS)) == []

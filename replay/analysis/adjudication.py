@@ -11,6 +11,7 @@ from replay.core.text import line_token_set, normalise_ws, parse_number, quote_o
 from replay.runs.folder import Run
 from replay.schema.claims import AnyClaim, ClaimRow
 from replay.schema.scores import ClaimError, Scores
+from replay.secrets.excerpts import excerpt
 
 CONTEXT_LINES = 3
 """Lines shown before and after the anchor line of a page region."""
@@ -74,7 +75,7 @@ def _excerpt(lines: list[str], first: int, last: int, context: int) -> str:
     lo, hi = max(0, first - context), min(len(lines), last + context + 1)
     out = []
     for i in range(lo, hi):
-        line = lines[i] if len(lines[i]) <= _MAX_LINE else lines[i][:_MAX_LINE] + "…"
+        line = excerpt(lines[i], _MAX_LINE)
         mark = ">" if first <= i <= last else " "
         out.append(f"{mark}{i + 1:>5} | {line}".rstrip())
     return "\n".join(out)

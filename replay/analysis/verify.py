@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from replay.cassettes.cache import every_byte_hashed
+from replay.cassettes.cache import every_byte_hashed, private_entries
 from replay.cassettes.cassette import CASSETTE_SUFFIX
 from replay.cassettes.matching import results_differences
 from replay.errors import CassetteMiss, ReplayError
@@ -94,7 +94,9 @@ def _verify(run: Run) -> VerifyReport:
     del results
     problems: list[str] = []
     try:
-        with recorders_created() as recorders, every_byte_hashed():  # the check itself: in full, every byte read
+        # the check itself: in full, every byte read; the cassettes parsed on every core reach it only
+        # through entries made in this check (`private_entries`), none of the user's cache
+        with recorders_created() as recorders, every_byte_hashed(), private_entries():
             replayed = replayed_run(run, use_receipt=False, batched=batched)
     except CassetteMiss as miss:
         return VerifyReport(str(run.path), [f"{miss.claims_file}: the replay stopped: {line}" for line in str(miss).splitlines()[1:]])

@@ -52,6 +52,7 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -93,7 +94,9 @@ def entry_path(cassette: Path, tag: str = "") -> Path | None:
 def cache_folder() -> Path:
     """The folder of the entries: `JUDGE_REPLAY_CACHE_DIR`, else the user's cache folder (the platform's
     convention: `~/.cache/judge-replay` on Linux, `~/Library/Caches/judge-replay` on macOS, under
-    `%LOCALAPPDATA%` on Windows), `cassettes/` in it."""
+    `%LOCALAPPDATA%` on Windows), `cassettes/` in it; inside `private_entries`, that block's own folder."""
+    if _private[0] is not None:
+        return Path(_private[0])
     return Path(_base_folder(os.environ.get(FOLDER_VARIABLE, ""))) / "cassettes"
 
 
@@ -105,7 +108,9 @@ def _base_folder(variable: str) -> str:
 def _entries_base(cassette: Path) -> str | None:
     """The path of a cassette's entries without their suffix (plain text: a run's hundreds of entry names
     are not made `Path`s, whose parts Python keeps interned); None when there is no cache for it."""
-    return None if is_off() else _entry_base(os.getcwd(), os.fspath(cassette), os.fspath(cache_folder()))
+    if is_off() and _private[0] is None:
+        return None
+    return _entry_base(os.getcwd(), os.fspath(cassette), os.fspath(cache_folder()))
 
 
 def _entry_file(base: str, tag: str) -> str:
@@ -173,7 +178,8 @@ _every_byte = [0]
 @contextmanager
 def every_byte_hashed() -> Iterator[None]:
     """Within this block, in every thread of the process, no stamp is believed and no entry is read or
-    written: each cassette's sha256 is that of its bytes, read now, and each is parsed from its YAML.
+    written (but those of a `private_entries` block, made in this command): each cassette's sha256 is that
+    of its bytes, read now, and each is parsed from its YAML.
     `cassettes verify`, the check that receipts rest on, runs in it, so that it trusts nothing derived
     (a forged entry, a stamp's blind spots: see the module docstring)."""
     _every_byte[0] += 1
@@ -181,6 +187,41 @@ def every_byte_hashed() -> Iterator[None]:
         yield
     finally:
         _every_byte[0] -= 1
+
+
+_private: list[str | None] = [None]
+"""The folder of the open `private_entries` block, if any."""
+
+
+@contextmanager
+def private_entries() -> Iterator[str]:
+    """Within this block, in every thread of the process, entries and stamps are read and written only in
+    a new folder of this process's own (yielded; deleted at the block's end), and used even where the
+    cache is off or inside `every_byte_hashed` (whose stamps are still not believed: each cassette is
+    hashed from its bytes, read now, and an entry is used only for those bytes). No entry of the user's
+    cache is read, and none is written there: `cassettes verify` runs its check in one, so that the
+    cassettes `cassettes.parallel` parses in worker processes reach it through entries it made itself."""
+    if _private[0] is not None:  # already inside one: the same folder
+        yield _private[0]
+        return
+    folder = tempfile.mkdtemp(prefix="judge-replay-parse-")
+    _private[0] = folder
+    try:
+        yield folder
+    finally:
+        _private[0] = None
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def private_folder() -> str | None:
+    """The folder of the open `private_entries` block (None: none is open)."""
+    return _private[0]
+
+
+def share_private_folder(folder: str | None) -> None:
+    """In a worker process of `cassettes.parallel`: use the `private_entries` folder of the process that
+    started it (None: the user's cache, as that process does)."""
+    _private[0] = folder
 
 
 def _stat_of(st: os.stat_result) -> list[int]:
@@ -223,8 +264,8 @@ def cached(source: Cassette, tag: str, compute: Callable[[], Any], *, parser: st
     document), from its entry when that is valid; else computed and stored. `parser` names the code that
     computes it (for derived values, include its `source_sha256`, so that editing that code rebuilds the
     entry). Raises the OSError of reading the cassette."""
-    if source.entries is None or _every_byte[0]:  # `cassettes verify` reads no entry and writes none
-        return compute()
+    if source.entries is None or (_every_byte[0] and _private[0] is None):  # `cassettes verify` reads no entry
+        return compute()                                                   # but those it made (`private_entries`)
     entry = _entry_file(source.entries, tag)
     salted = _salted(parser)
     found, value = _read(entry, salted, source.sha256())
@@ -233,6 +274,25 @@ def cached(source: Cassette, tag: str, compute: Callable[[], Any], *, parser: st
     value = compute()
     _write(entry, salted, source, value)
     return value
+
+
+def entry_is_current(source: Cassette, tag: str, parser: str) -> bool:
+    """Whether the `tag` entry of the cassette was made by `parser` from the cassette's bytes as they
+    are now, judged by the entry's first line only (`cassettes.parallel` asks it of every cassette, so a
+    warm cache costs little; a payload damaged since is still caught, and rebuilt, when it is read)."""
+    if source.entries is None:
+        return False
+    try:
+        with open(_entry_file(source.entries, tag), "rb") as fh:
+            line = fh.readline(4096)
+    except OSError:
+        return False
+    try:
+        found = json.loads(line)
+    except ValueError:
+        return False
+    return (isinstance(found, dict) and found.get("format") == FORMAT and found.get("parser") == _salted(parser)
+            and found.get("source_sha256") == source.sha256())
 
 
 def text_of(raw: bytes) -> str:

@@ -37,6 +37,7 @@ from urllib.parse import parse_qsl, urlencode
 from replay.core.cache_control import without_breakpoints
 from replay.learn.wire import FETCH_TOOL
 from replay.urls import split_url
+from replay.secrets.excerpts import clean, excerpt, first_difference
 
 Kind = Literal["model", "learn", "other"]
 RequestKey = tuple[str, str, str, str]
@@ -252,20 +253,27 @@ def _diff(a: Any, b: Any, path: str, out: list[str], limit: int, labels: tuple[s
 
 def _where_strings_differ(a: str, b: str, before: int = 24, after: int = 40) -> tuple[int, str, str]:
     """Where two long strings (a prompt edited in the middle, say) first differ, and a window of each
-    around that place: showing their identical beginnings would say nothing."""
-    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    start = max(0, at - before)
+    around that place: showing their identical beginnings would say nothing. The windows are cut
+    around what differs once both are cleaned of secrets (`secrets.excerpts`: a window cut first could
+    hold most of a key)."""
+    at = first_difference(a, b)
+    a, b = clean(a), clean(b)
+    here = first_difference(a, b) if a != b else min(at, len(a))
+    start = max(0, here - before)
 
     def window(text: str) -> str:
-        part = json.dumps(text[start:at + after], ensure_ascii=False)
-        return ("…" if start else "") + part + ("…" if at + after < len(text) else "")
+        return excerpt(text, here + after - start, start=start, shown=_as_json_string)
 
     return at, window(a), window(b)
 
 
+def _as_json_string(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 1] + "…"
+    text = clean(json.dumps(value, ensure_ascii=False))
+    return text if len(text) <= _MAX_VALUE else excerpt(text, _MAX_VALUE - 1)
 
 
 def closest(request: CanonicalRequest, recorded: Iterable[tuple[int, CanonicalRequest]]) -> tuple[int, list[str]] | None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from replay.cli._jobs import jobs_option
 from replay.cli._output import examples
 from replay.core.cost import format_usd, run_cost
 from replay.core.display import printable
@@ -62,6 +63,7 @@ def audit(paths: tuple[Path, ...]) -> None:
 
 @command.command("verify", epilog=examples("judge-replay cassettes verify cassettes/v2-demo cassettes/v3-demo"))
 @click.argument("runs", nargs=-1, required=True, type=click.Path(readable=False, path_type=Path))
+@jobs_option
 def verify(runs: tuple[Path, ...]) -> None:
     """Replay each run offline and check it reproduces its results.json and uses every recorded
     interaction, and that the folder holds no cassette its run.json does not name. Exit 1 on any

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from replay.analysis.flip_inputs import explain_flips
+from replay.cli._jobs import jobs_option
 from replay.cli._output import SUMMARY_VARIABLE, append_job_summary, dash_is_stdout
 from replay.core.flips.report import gold_labels
 from replay.errors import UsageError
@@ -20,7 +21,7 @@ from replay.reports.fit import output_width
 from replay.reports.flips import json_pieces, render_text, write_text
 from replay.reports.flips_html import html_pieces
 from replay.reports.flips_markdown import markdown_pieces
-from replay.runs.folder import Run, new_runs_folder
+from replay.runs.folder import Run, new_runs_folder, warm_conversations
 from replay.runs.stand_in_notes import stand_in_notes
 from replay.settings import load_settings, setting
 
@@ -65,6 +66,7 @@ pages, cassettes/v2-demo-2026-09, is found as a sibling folder and says which in
                    "afterwards): `diff --a-at HEAD~1 runs/v3 runs/v3` compares a run with its last commit.")
 @click.option("--confirm", is_flag=True,
               help="Print the `judge` commands that would record the missing controlled runs.")
+@jobs_option
 def command(run_a: str, run_b: str, gold_path: str | None, fmt: str, out: str | None, with_runs: tuple[str, ...],
             discover: bool, claims_paths: tuple[str, ...], a_at: str | None, confirm: bool) -> None:
     """Pair the two runs' claims and, for every claim whose verdict differs, say why: prompt, page,
@@ -86,6 +88,7 @@ def _diff(run_a: str, label_a: str, run_b: str, gold_path: str | None, fmt: str,
         raise UsageError(f"--out {out}: is a folder; give a file name (e.g. {Path(out) / ('flips.' + fmt)})")
     a, b = Run(run_a), Run(run_b)
     extras = [Run(p) for p in with_runs]
+    warm_conversations(a, b, *extras)  # their cassettes parsed on every core where the parse cache lacks them
     chosen = Path(gold_path) if gold_path else _default_gold()
     labels = gold_labels(load_gold(chosen)) if chosen is not None else None  # the gold set's records let go of
     batches = [batch for _, batch in load_claims(list(claims_paths))] if claims_paths else []

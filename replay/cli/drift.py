@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from replay.analysis.drift_inputs import drift_items, run_drift
+from replay.cli._jobs import jobs_option
 from replay.core.commands import Endpoints
 from replay.core.display import printable
 from replay.core.drift import AT_RISK_STATUSES, STATUS_ORDER, unchecked
@@ -20,7 +21,7 @@ from replay.files.json_text import model_json_pieces
 from replay.judge.page_snapshot import record_page_snapshot
 from replay.reports.fit import column_needs, spread
 from replay.reports.tables import console_for, print_command, print_table, print_wrapped
-from replay.runs.folder import Run, new_runs_folder
+from replay.runs.folder import Run, new_runs_folder, warm_conversations
 from replay.runs.page_store import cassettes_root, index_or_warn
 from replay.runs.stand_in_notes import stand_in_notes
 from replay.schema.claims import Claim
@@ -52,6 +53,7 @@ Examples:
 @click.option("--cassettes", "cassettes", metavar="DIR", help="Where --live writes its snapshot (default: cassettes/).")
 @click.option("--store", "store", metavar="DIR", help="Page store that --live adds its fetches to.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@jobs_option
 def command(run: str, against: str | None, live: bool, learn_url: str | None, claims: tuple[str, ...],
             cassettes: str | None, store: str | None, as_json: bool) -> None:
     """Compare every page RUN's judge read with a later version of it and list the claims whose evidence
@@ -84,6 +86,7 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
     else:
         new_run = Run(str(against))
         against_name = str(against)
+    warm_conversations(old_run, new_run)  # their cassettes parsed on every core where the parse cache lacks them
     items = drift_items(old_run, overrides)
     old_run.forget_claims()  # the items hold what drift needs of them
     unknown = sorted({i.file for i in items if i.claim is None})

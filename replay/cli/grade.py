@@ -12,6 +12,7 @@ import click
 from replay.analysis.adjudication import adjudicate, run_claims, without_a_result_note
 from replay.analysis.bakeoff import rerecord_hint
 from replay.analysis.frozen import set_frozen
+from replay.cli._jobs import jobs_option
 from replay.cli._output import append_job_summary, check_option, dash_is_stdout, emit_report
 from replay.core.cost import cost_line, run_cost
 from replay.core.display import printable
@@ -35,7 +36,7 @@ from replay.reports.scores import (
     unstable_lines,
 )
 from replay.reports.tables import console_for, print_panels, print_wrapped
-from replay.runs.folder import MANIFEST, Run
+from replay.runs.folder import MANIFEST, Run, warm_conversations
 from replay.runs.stand_in_notes import stand_in_notes_for, stand_ins_of
 from replay.schema.claims import AnyClaim
 from replay.schema.gold import CompactGold
@@ -107,6 +108,8 @@ def grade_path(path: Path, gold: CompactGold, run: Run | None, extra_claims: Map
     """Grade the results at `path` (`results`: those results, already loaded). Held compact: what a run
     of thousands of claims keeps in memory is one small row per verdict."""
     results = results if results is not None else load_compact_results(path)
+    if run is not None:
+        warm_conversations(run)  # its cassettes parsed on every core where the parse cache lacks them
     claims = {**(run_claims(run) if run else {}), **extra_claims}
     scores = adjudicate(grade_results(results, gold, claims), run, claims)
     if run is not None:
@@ -206,6 +209,7 @@ Examples:
                    "unless forced. Without a gold set, only freezes.")
 @click.option("--unfreeze", "freeze", flag_value=False, help="Remove the frozen mark.")
 @check_option
+@jobs_option
 def command(
     results: Path, gold_flag: Path | None, baseline: Path | None, run_flag: Path | None,
     claims_paths: tuple[Path, ...], fmt: str | None, as_json: bool, as_markdown: bool, out: Path | None,
@@ -226,8 +230,9 @@ def command(
     A claim without a verdict (a failed or cut-off conversation, or no result at all) is counted as
     "no verdict": never TP, FP or TN, an FN where the gold says outdated/wrong, always against accuracy.
     The gate adopts no candidate with such claims (in any sample) and prints how to re-record them. When
-    either side has samples, the gate also resamples them and adopts only a decision that holds in at
-    least [tool.judge-replay] gate-stability (default 0.95) of the resamples; otherwise it prints the
+    either side has samples, the gate also simulates re-runs (each claim's verdicts drawn as its samples and
+    the run's other claims make likely) and adopts only a decision that holds in at least
+    [tool.judge-replay] gate-stability (default 0.95) of them; otherwise it prints the
     judge --add-samples commands that would settle it, with their estimated cost. Every format says
     which runs used the local stand-ins.
 

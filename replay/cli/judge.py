@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from replay.cli._jobs import jobs_option
 from replay.cli._output import examples, no_dash
 from replay.core.budget import CostBudget
 from replay.core.commands import DEFAULT_MAX_TOKENS, Endpoints, judge_command, retry_failed_command
@@ -99,6 +100,7 @@ EPILOG = "\n\n".join([
 @click.option("--max-cost", type=float, default=None, metavar="USD",
               help="Stop before a model call (with --batch: a batch) that could take the run's cost past USD "
                    "(estimated high: every input token at the dearest input price, max_tokens of output).")
+@jobs_option
 def command(
     prompt: str | None,
     claims: tuple[str, ...],

@@ -73,6 +73,9 @@ class _LazyGroup(click.Group):
                    "given before the command: judge-replay --no-cache diff A B.")
 def cli(no_derived_cache: bool) -> None:
     """Record, replay, grade, snapshot and explain runs of the Learn groundedness judge."""
+    from replay.secrets.environment import remember_environment
+
+    remember_environment()  # before any command reads or writes: nothing it caches, writes or prints holds them
     if no_derived_cache:
         import os
 
@@ -89,8 +92,10 @@ def _say(message: str) -> None:
 
 
 def _first_line(text: str, limit: int = 300) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+    from replay.secrets.excerpts import clean, excerpt
+
+    line = clean(text).strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else excerpt(line, limit - 3, mark="...")
 
 
 def _click_error(err: click.ClickException) -> str:

@@ -319,10 +319,10 @@ def model_noise(
 
 def _with_model_noise(reason: str, adopt: bool, noise: ModelNoise) -> tuple[str, bool]:
     """The reason with the model-noise stability said, and the decision: an adoption that does not hold in
-    enough resamples of the samples is not made."""
+    enough simulated re-runs is not made."""
     assert noise.stability is not None
     ks = noise.samples
-    held = (f"the decision holds in {noise.stability:.1%} of {noise.resamples} resamples of the judge's samples "
+    held = (f"the decision holds in {noise.stability:.1%} of {noise.resamples} simulated re-runs of the judge "
             f"(K {ks['baseline']} baseline, {ks['candidate']} candidate; {noise.required:.0%} needed)")
     if noise.stability >= noise.required:
         return f"{reason}; model noise: {held}", adopt

@@ -24,6 +24,7 @@ from replay.cassettes.interaction import Interaction
 from replay.cassettes.matching import is_model_uri
 from replay.errors import InputError
 from replay.runs.folder import Run
+from replay.secrets.excerpts import excerpt
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ async def _converted(exchanges: list[tuple[dict[str, Any], dict[str, Any] | None
         # the tool results this request carries answer the calls of the previous model event
         _tool_events(events, messages, at)
         if response is None:
-            error = f"model call failed: HTTP {it.status} {it.response_body[:200]}"
+            error = f"model call failed: HTTP {it.status} {excerpt(it.response_body, 200, mark='')}"
             output = ModelOutput.from_content(model, "", stop_reason="unknown", error=error)
         else:
             output = await model_output_from_anthropic(response)

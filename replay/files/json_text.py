@@ -13,6 +13,7 @@ from pydantic_core import to_json
 
 from replay.core.display import _CONTROL
 from replay.errors import InputError
+from replay.secrets.excerpts import excerpt
 
 
 def dump_json(data: Any) -> str:
@@ -181,7 +182,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(data) != len(pairs):
         seen: set[str] = set()
         twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
-        raise _KeyTwice(f"the key {json.dumps(twice[:60], ensure_ascii=True)} is given twice in one object, so "
+        raise _KeyTwice(f"the key {json.dumps(excerpt(twice, 60, mark=''), ensure_ascii=True)} is given twice in one object, so "
                         "which value counts is unclear")
     return data
 

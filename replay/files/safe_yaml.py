@@ -17,6 +17,7 @@ import yaml
 
 from replay.errors import InputError
 from replay.files.json_text import RepeatedKeys
+from replay.secrets.excerpts import excerpt
 
 try:  # libyaml is ~10x faster; fall back to pure Python where it is missing
     Loader: Any = yaml.CSafeLoader
@@ -85,7 +86,7 @@ def _problem(exc: yaml.YAMLError) -> str:
         mark = exc.problem_mark or exc.context_mark
         where = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         return "; ".join(" ".join(p.split()) for p in parts) + where
-    return " ".join(str(exc).split())[:200]
+    return excerpt(" ".join(str(exc).split()), 200, mark="")
 
 
 def _check_expansion(root: yaml.Node, path: str | Path, max_chars: int) -> None:

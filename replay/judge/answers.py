@@ -11,6 +11,7 @@ from replay.schema.claims import ClaimsBatch
 from replay.schema.common import VERDICTS
 from replay.schema.results import ClaimResult
 from replay.urls import normalise_learn_url
+from replay.secrets.excerpts import excerpt
 
 NO_VERDICT = "the judge returned no verdict for this claim"
 
@@ -118,5 +119,4 @@ def _quote_verified(result: ClaimResult, pages: dict[str, list[str]]) -> bool | 
 
 
 def _snippet(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit] + "..."
+    return excerpt(" ".join(text.split()), limit, mark="...")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from replay.core.commands import DEFAULT_MAX_TOKENS
 from replay.core.prompts import Prompt
 from replay.judge.progress import RunProgress
-from replay.learn.client import LearnClient, shared_ssl_context
+from replay.learn.client import LearnClient
 from replay.learn.sessions import LearnSessions
 from replay.schema.claims import ClaimsBatch
 from replay.schema.common import held
@@ -22,6 +22,7 @@ from replay.urls import MODEL_STAND_IN_PORT
 
 if TYPE_CHECKING:
     from replay.judge.model_route import ModelRoute
+    from replay.recording.transport import Seam
 from replay.judge.held import HeldClaims
 from replay.runs.names import conversation_label
 from replay.urls import stored_endpoint
@@ -34,7 +35,9 @@ class _Recorder(Protocol):
 
     def __enter__(self) -> Any: ...
     def __exit__(self, *exc: object) -> Any: ...
-    def conversation(self, claims_file: str, sample: int = 1) -> Any: ...
+    def conversation(self, claims_file: str, sample: int = 1) -> Any:
+        """A block yielding the conversation's seam (`replay.recording.transport.Seam`), or None: nothing to
+        wrap the clients' transports in."""
 
 
 class _LiveHttp:
@@ -51,7 +54,7 @@ class _LiveHttp:
 
     @contextmanager
     def conversation(self, claims_file: str, sample: int = 1) -> Iterator[None]:
-        yield
+        yield None
 
 
 def _judge_all(
@@ -82,6 +85,7 @@ def _judge_all(
     import anthropic  # ~2 s of imports: only when a conversation really runs (not a receipted replay)
 
     from replay.judge.conversation import judge_file
+    from replay.judge.model_route import direct_http_client
 
     stopping = threading.Event()
 
@@ -91,18 +95,17 @@ def _judge_all(
 
     def judge_one(claims: HeldClaims, sample: int) -> FileResult:
         batch = claims.batch()
-        learn = sessions.client()
         label = conversation_label(batch.file, sample)
-        with recorder.conversation(batch.file, sample), route.conversation() if route else nullcontext():
-            result = judge_with(batch, learn, label)
+        with recorder.conversation(batch.file, sample) as seam, route.conversation() if route else nullcontext():
+            result = judge_with(batch, sessions.client(seam.transport if seam else None), label, seam)
             if route is not None and result.needs_recording_again:
                 route.conversation_failed(result, label)
             return result
 
-    def judge_with(batch: ClaimsBatch, learn: LearnClient, label: str) -> FileResult:
+    def judge_with(batch: ClaimsBatch, learn: LearnClient, label: str, seam: Seam | None) -> FileResult:
         hooks = {"request": [stop_if_interrupted]}
-        http = (route.http_client(label, hooks) if route else
-                anthropic.DefaultHttpxClient(verify=shared_ssl_context(), event_hooks=hooks))
+        through = seam.transport if seam else None
+        http = route.http_client(label, hooks, through) if route else direct_http_client(hooks, through)
         client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, http_client=http)
         try:
             return judge_file(batch, prompt, anthropic_client=client, learn=learn, model=model,

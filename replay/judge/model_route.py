@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +18,22 @@ from replay.core.display import printable
 from replay.errors import ReplayError
 from replay.judge.batches.journal import BatchJournal
 from replay.judge.batches.rounds import DEFAULT_ATTEMPTS, MAX_CONVERSATIONS, BatchRounds
-from replay.judge.batches.transports import _BatchApiTransport, _BatchedTransport, _BudgetedTransport
+from replay.judge.batches.transports import SdkNetwork, _BudgetTransport, _RoundsTransport
 from replay.learn.client import shared_ssl_context
 from replay.schema.results import FileResult
+
+Through = Callable[[httpx2.BaseTransport], httpx2.BaseTransport]
+"""What a conversation wraps its model transport in (`replay.recording.transport.Seam.transport`)."""
+
+
+def direct_http_client(event_hooks: dict[str, list[Any]], through: Through | None = None) -> httpx2.Client:
+    """The HTTP client of an anthropic client that calls the API directly: the SDK's own, or, wrapped in
+    `through`, one whose transport sends through the client the SDK would have built (`SdkNetwork`)."""
+    if through is None:
+        return anthropic.DefaultHttpxClient(verify=shared_ssl_context(), event_hooks=event_hooks)
+    return anthropic.DefaultHttpxClient(event_hooks=event_hooks,
+                                        transport=through(SdkNetwork(verify=shared_ssl_context())))
+
 
 # --------------------------------------------------------------------------- what the runner uses
 
@@ -68,7 +81,8 @@ class ModelRoute:
         if self.batch is None:
             yield
             return
-        http = anthropic.DefaultHttpxClient(transport=_BatchApiTransport(verify=shared_ssl_context()))
+        # a plain transport, wrapped by no recorder: no cassette and no counter holds the batch traffic
+        http = anthropic.DefaultHttpxClient(transport=httpx2.HTTPTransport(verify=shared_ssl_context()))
         client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=2, http_client=http)
         try:
             with BatchRounds(client, self.batch.journal, conversations=conversations,
@@ -92,16 +106,19 @@ class ModelRoute:
             return None
         return lifetime_for(self.batch.journal.round_seconds if self.batch else [])
 
-    def http_client(self, claims_file: str, event_hooks: dict[str, list[Any]]) -> httpx2.Client:
-        """The HTTP client of this conversation's anthropic client: the SDK's own, or in batch mode one
-        whose requests wait for their round."""
-        if self.rounds is None:
-            if self.budget is not None:
-                return anthropic.DefaultHttpxClient(
-                    event_hooks=event_hooks, transport=_BudgetedTransport(self.budget, verify=shared_ssl_context()))
-            return anthropic.DefaultHttpxClient(verify=shared_ssl_context(), event_hooks=event_hooks)
-        return anthropic.DefaultHttpxClient(event_hooks=event_hooks,
-                                            transport=_BatchedTransport(self.rounds, claims_file))
+    def http_client(self, claims_file: str, event_hooks: dict[str, list[Any]],
+                    through: Through | None = None) -> httpx2.Client:
+        """The HTTP client of this conversation's anthropic client: the SDK's own, one under the budget, or
+        in batch mode one whose requests wait for their round; its transport wrapped in `through` (the
+        conversation's recording transport) when given."""
+        inner: httpx2.BaseTransport
+        if self.rounds is not None:
+            inner = _RoundsTransport(self.rounds, claims_file)
+        elif self.budget is not None:
+            inner = _BudgetTransport(self.budget, httpx2.HTTPTransport(verify=shared_ssl_context()))
+        else:
+            return direct_http_client(event_hooks, through)
+        return anthropic.DefaultHttpxClient(event_hooks=event_hooks, transport=through(inner) if through else inner)
 
     @contextmanager
     def conversation(self) -> Iterator[None]:

@@ -111,8 +111,8 @@ def _record_fetches(run: Run, learn_url: str, folder: Path, recorded_at: str, ru
         with HttpRecorder("record", folder) as recorder:
             for entry in run.manifest.claims:
                 calls = []
-                client = sessions.client()
-                with recorder.conversation(entry.file):
+                with recorder.conversation(entry.file) as seam:
+                    client = sessions.client(seam.transport)
                     for url in _fetched_urls(run, entry.file):
                         try:
                             fetched = client.fetch(url)

@@ -17,6 +17,7 @@ from replay.runs.folder import MANIFEST, RESULTS
 from replay.secrets import registry as _secrets
 from replay.secrets.in_urls import scrub_text
 from replay.urls import is_loopback
+from replay.secrets.excerpts import excerpt
 
 if TYPE_CHECKING:
     pass
@@ -74,7 +75,7 @@ def _preflight_model(model: str, base_url: str | None, key: str | None, stand_in
             stand_ins.add("model")
             note = raw.headers.get(STAND_IN_NOTE_HEADER)
             if note:  # e.g. "model noise 0.15, seed 7": simulated noise, said in every output of the run
-                stand_ins.add(printable(note)[:80])
+                stand_ins.add(excerpt(printable(note), 80, mark=""))
     except anthropic.AuthenticationError as exc:
         raise UsageError(f"the Anthropic API at {where} refused the key (HTTP {exc.status_code}): check "
                          f"{'ANTHROPIC_API_KEY' if key else 'ANTHROPIC_AUTH_TOKEN'}") from None

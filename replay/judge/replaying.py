@@ -87,8 +87,11 @@ def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, HeldClai
                     progress: bool) -> tuple[HeldFiles, bool]:
     """(the replayed results, whether a request was found only through a secret: `found_by_secret`)."""
     from replay.recording.recorder import HttpRecorder
+    from replay.recording.tape import warm_replay_indexes
 
     m = run.manifest
+    warm_replay_indexes(run.cassette_path(batch.file, sample) for _, batch in batches
+                        for sample in range(1, m.sample_count + 1))
     given = given_endpoints()  # the command to re-record records against the endpoints the user gives
     rerecord = judge_command(prompt=prompt.name, claims=[portable_path(p) for p, _ in batches], run=str(run.path),
                              model=m.model, learn_url=given.learn_url or m.learn_url,

@@ -30,6 +30,7 @@ from replay.schema.common import RunMode
 from replay.schema.manifest import LEARN_MCP_URL, RunManifest, RunStats
 from replay.schema.results import FileResult, HeldFiles, ResultsFile
 from replay.secrets import registry as _secrets
+from replay.secrets.environment import remember_environment
 from replay.secrets.in_urls import scrub_url
 from replay.settings import project_prices
 from replay.urls import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT
@@ -257,9 +258,9 @@ def failed_files(files: Iterable[FileResult]) -> list[FileResult]:
 
 def _remember_secrets(api_key: str | None, *urls: str | None) -> None:
     """Register every secret the user gave us before any call, so nothing we write or print holds it."""
-    for value in (api_key, os.environ.get("ANTHROPIC_API_KEY"), os.environ.get("ANTHROPIC_AUTH_TOKEN")):
-        _secrets.remember(value)
-    for url in (*urls, os.environ.get("ANTHROPIC_BASE_URL")):
+    remember_environment()
+    _secrets.remember(api_key)
+    for url in urls:
         _secrets.remember_url(url)
 
 

@@ -32,6 +32,7 @@ from replay.learn.wire import (
     search_result_urls,
     tool_result_text,
 )
+from replay.secrets.excerpts import excerpt
 
 """Every reply of our local stand-ins carries this header: test equipment, never the real service."""
 _ACCEPT = "application/json, text/event-stream"
@@ -94,11 +95,21 @@ def _http_client(timeout: float, connections: int | None = None) -> httpx.Client
     shares its connections with other conversations must not send one conversation's in another, and
     a session of its own needs none); `connections`: at most this many, and waiting for one of them is
     no failure."""
-    no_cookies = CookieJar(DefaultCookiePolicy(allowed_domains=[]))
+    no_cookies = _no_cookies()
     if connections is None:
         return httpx.Client(timeout=timeout, cookies=no_cookies, verify=shared_ssl_context())
     return httpx.Client(timeout=httpx.Timeout(timeout, pool=None), cookies=no_cookies, verify=shared_ssl_context(),
                         limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections))
+
+
+def _no_cookies() -> CookieJar:
+    return CookieJar(DefaultCookiePolicy(allowed_domains=[]))
+
+
+def _http_client_on(transport: httpx.BaseTransport, timeout: httpx.Timeout) -> httpx.Client:
+    """An HTTP client for Learn requests that sends through `transport`, keeping no cookie (as
+    `_http_client`)."""
+    return httpx.Client(transport=transport, timeout=timeout, cookies=_no_cookies())
 
 
 class _Session(NamedTuple):
@@ -384,5 +395,4 @@ def _snippet(text: str, limit: int = 200) -> str:
             text = normal
         except (ValueError, RecursionError):
             pass
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit] + "..."
+    return excerpt(" ".join(text.split()), limit, mark="...")

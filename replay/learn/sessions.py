@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
-from replay.learn.client import MAX_RETRIES, LearnClient, _end_session, _http_client
+import httpx
+
+from replay.learn.client import MAX_RETRIES, LearnClient, _end_session, _http_client, _http_client_on
 
 MAX_LEARN_CONNECTIONS = 32
 """Connections a run's Learn clients share at most (`LearnSessions`); more requests at once wait for one."""
@@ -28,8 +31,11 @@ class LearnSessions:
         self._lock = threading.Lock()
         self._clients: list[LearnClient] = []
 
-    def client(self) -> LearnClient:
-        learn = LearnClient(self.url, self._http, max_retries=self.max_retries, end_session=self.end_sessions,
+    def client(self, through: Callable[[httpx.BaseTransport], httpx.BaseTransport] | None = None) -> LearnClient:
+        """A conversation's Learn client, on the shared connections; with `through` (the conversation's
+        recording transport), on a client of its own whose transport is `through` around them."""
+        http = self._http if through is None else _http_client_on(through(_Shared(self._http)), self._http.timeout)
+        learn = LearnClient(self.url, http, max_retries=self.max_retries, end_session=self.end_sessions,
                             shown_url=self.shown_url)
         with self._lock:
             self._clients.append(learn)
@@ -61,3 +67,18 @@ class LearnSessions:
             if not _end_session(self._http, session):
                 return False
         return bool(sessions)
+
+
+class _Shared(httpx.BaseTransport):
+    """The shared connections as a conversation's transport: a request goes out through the shared
+    client (its pool, TLS settings, proxies from the environment); closing a conversation's client leaves
+    them open (`LearnSessions` closes them)."""
+
+    def __init__(self, http: httpx.Client) -> None:
+        self._http = http
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self._http.send(request, stream=True)
+
+    def close(self) -> None:
+        pass

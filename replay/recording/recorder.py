@@ -1,28 +1,21 @@
 """Record and replay every HTTP exchange of a judge run: one cassette per conversation (claims file).
 
     with HttpRecorder(mode, run_dir, pages_from=None, rerecord_hint="judge-replay judge ...") as rec:
-        with rec.conversation(claims_file):   # this thread's httpx / httpx2 traffic -> that cassette
+        with rec.conversation(claims_file) as seam:   # clients built on seam.transport(...) -> that cassette
+            anthropic.Anthropic(http_client=httpx2.Client(transport=seam.transport(httpx2.HTTPTransport())))
         with rec.conversation(claims_file, sample=2):   # another sample of it -> its own cassette
             ...
         rec.stats                              # RunStats
 
-How: one patch for the whole process (`replay.recording.transport_patch`), installed while any intercepting recorder is open (counted, so
-recorders that close in any order leave `httpx`/`httpx2` exactly as they found them). It replaces the
-`handle_request` / `handle_async_request` of the `HTTPTransport` and `AsyncHTTPTransport` of `httpx`
-(our Learn client) and `httpx2` (anthropic 2.x) with vcrpy's httpx stubs
-(`vcr.stubs.httpx_stubs.vcr_handle_request` / `vcr_handle_async_request`, whose signature is the one of
-vcrpy 8.2 on, when httpx2 came), given a duck-typed router instead of a vcrpy `Cassette`
-(`can_play_response_for`, `play_response`, `write_protected`, `filter_request`, `append`). The router
-sends each exchange to the recorder whose conversation runs in the calling thread, and that recorder to
-the tape of that conversation (a ContextVar, so each worker thread, or asyncio task, has its own). A call
-answered from memory skips the stub (`_replaying`): a replay's every call (from the tape), a recording's
-fetch of a page another conversation fetched (the page cache), a Learn call a page pool serves. It gets
-the response the stub would have built (`_response`), without the stub's per-request vcrpy `Request` and
-dict round trip; only an exchange that goes to the network goes through the stub, which records it.
-Nothing else of the process is patched: an `http.client` or `urllib` request inside a conversation
-goes out unrecorded. These stubs and that protocol are all we use of vcrpy besides its cassette format.
+How: each conversation hands its clients a recording transport (`replay.recording.transport`) that
+knows the conversation's tape and wraps the transport the client would otherwise use. It answers a call
+from memory (a replay's every call, from the tape; a recording's fetch of a page another conversation
+fetched, from the page cache; a Learn call a page pool serves), or sends it through the transport it
+wraps and hands the exchange here, in the form vcrpy's httpx stubs give a cassette. Nothing of any
+library is patched: a client not built on a seam's transport (an `http.client` or `urllib` request, the
+batch API's polls, a session's closing `DELETE`) goes out unrecorded.
 
-- live (no `pages_from`): no patch at all.
+- live (no `pages_from`): nothing intercepted (`Seam.transport` gives the transport it wraps).
 - record: requests go to the network; each exchange is appended to the conversation's tape, which is
   normalised, scrubbed and written atomically (`cassettes.cassette.save_cassette`) when its `conversation` block
   exits without an exception. A crash or Ctrl-C writes nothing and leaves earlier cassettes as they were.
@@ -30,11 +23,11 @@ goes out unrecorded. These stubs and that protocol are all we use of vcrpy besid
   answered from that response (JSON-RPC id rewritten) without going out, and still written to this
   conversation's cassette (`stats.page_cache_hits`). A fetch of a page another conversation is fetching
   right now waits for that answer, so live fetches = unique pages at any concurrency; when that fetch
-  fails (not 200, an error reply, an exception, Ctrl-C) a waiter goes out itself. (Each patched
-  transport call releases the page it claimed on any way out: `_replaying`.)
+  fails (not 200, an error reply, an exception, Ctrl-C) a waiter goes out itself. (Each recording
+  transport call releases the page it claimed on any way out.)
 - replay: every request is answered from the cassette through a dict index (canonical key -> deque of
   interactions in recorded order: O(1), identical requests replay in recorded order) or raises
-  `CassetteMiss`; nothing reaches the network or needs DNS, also on a thread with no conversation. A
+  `CassetteMiss`; nothing reaches the network or needs DNS, also a client kept past its conversation. A
   model or Learn request is first looked up by its exact bytes (`cassettes.matching.sent_form`), which leads to
   the same deque; the index and each response as played (a Learn reply with its recorded JSON-RPC id
   set) come from one entry of the parsed-cassette cache (`_replay_index`), found by the cassette's
@@ -64,7 +57,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple
 
@@ -87,7 +79,7 @@ from replay.urls import normalise_learn_url
 if TYPE_CHECKING:
     from replay.runs.page_store import PageFetched
 from replay.recording.page_pool import _PagePool
-from replay.recording.transport_patch import _CANON_ATTR, _claim, _PageFetch, _patch, _Sent
+from replay.recording.transport import Seam, _PageFetch, _Sent
 from replay.recording.tape import (
     _interaction,
     _learn_of,
@@ -143,8 +135,7 @@ class HttpRecorder:
         self.run_dir = Path(run_dir)
         self.rerecord_hint = rerecord_hint
         self.stats = RunStats()
-        self._pool = _PagePool(Path(pages_from)) if pages_from is not None and mode != "replay" else None
-        self._current: ContextVar[_Tape | None] = ContextVar(f"judge_replay_tape_{id(self)}", default=None)
+        self._pages = _PagePool(Path(pages_from)) if pages_from is not None and mode != "replay" else None
         self._unused: dict[str, list[tuple[int, str]]] = {}
         """Replay: per finished conversation with any, its interactions no request used, described."""
         self.recorded_interactions = 0
@@ -164,39 +155,34 @@ class HttpRecorder:
         """Record: the page fetches of each claims file's cassette as written (what the page store indexes)."""
         self._page_texts: dict[str, str] = {}
         self._lock = threading.Lock()
-        self._patched = False
         with _observers_lock:
             for seen in _observers:
                 seen.append(self)
 
     @property
     def intercepting(self) -> bool:
-        return self.mode != "live" or self._pool is not None
+        return self.mode != "live" or self._pages is not None
 
     def __enter__(self) -> HttpRecorder:
-        if self.intercepting:
-            _patch.add(self)
-            self._patched = True
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._patched:
-            _patch.remove(self)
-            self._patched = False
+        return None
 
     @contextmanager
-    def conversation(self, claims_file: str, sample: int = 1) -> Iterator[None]:
-        """Route this thread's HTTP traffic to `claims_file`'s cassette for the duration of the block (with
-        samples: sample `sample`'s cassette, `runs.names.sample_cassette_name`)."""
+    def conversation(self, claims_file: str, sample: int = 1) -> Iterator[Seam]:
+        """`claims_file`'s conversation (with samples: sample `sample`'s cassette, `runs.names.sample_
+        cassette_name`): the block builds its clients on the transports of the seam it gets
+        (`Seam.transport`), whose traffic goes to that cassette while the block runs."""
         tape = _Tape(claims_file, in_folder(self.run_dir, sample_cassette_name(claims_file, sample)),
                      label=conversation_label(claims_file, sample))
         if self.mode == "replay":
             tape.load()
-        token = self._current.set(tape)
+        seam = Seam(self, tape)
         try:
-            yield
+            yield seam
         finally:
-            self._current.reset(token)
+            seam.tape = None  # a client kept beyond its conversation holds no tape
             if self.mode == "replay":
                 self._finished(tape)
         # Reached only when the block exited without an exception.
@@ -237,22 +223,23 @@ class HttpRecorder:
             if unused:
                 self._unused[tape.label] = unused
 
-    # ------------------------------------------------------------------ called by the patched transports
+    # ------------------------------------------------------------------ called by the recording transports
 
-    def _from_memory(self, request: _Sent) -> tuple[_Played | None, CanonicalRequest]:
+    def _from_memory(self, tape: _Tape | None, request: _Sent,
+                     claims: list[_PageFetch]) -> tuple[_Played | None, CanonicalRequest]:
         """Record, or live with a page pool: (the answer when it comes from us (page pool, page cache)
         rather than the network, else None; the request's canonical form). An answer given is written to
-        the conversation's tape (record) or counted."""
+        the conversation's tape (record) or counted. A page fetch this call claims is added to `claims`,
+        which the caller releases on its way out (`_release`)."""
         creq = _sent_request(request) if self.mode == "record" else canonical_request(request.method, request.uri, request.body)
-        tape = self._current.get()
-        if creq.kind == "learn" and self._pool is not None:
-            served = self._pool.get(creq)
+        if creq.kind == "learn" and self._pages is not None:
+            served = self._pages.get(creq)
             if served is None and (stored := _as_stored(request, creq)) is not None:
-                served = self._pool.get(stored)
+                served = self._pages.get(stored)
             if served is None:
-                raise self._miss(tape, creq, pool=self._pool)
-        elif self.mode == "record" and self._answered_by_another(creq):
-            served = self._cached_page(creq)
+                raise self._miss(tape, creq, pool=self._pages)
+        elif self.mode == "record" and self._answered_by_another(tape, creq, claims):
+            served = self._cached_page(tape, creq)
             assert served is not None  # _answered_by_another said so
             with self._lock:
                 self.stats.page_cache_hits += 1
@@ -278,10 +265,9 @@ class HttpRecorder:
             found = self._stored_answers[key] = _stored(served, creq)
         return found
 
-    def _recorded(self, request: Any, response: dict[str, Any]) -> None:
-        """A live exchange completed: keep it (record mode, inside a conversation)."""
-        creq: CanonicalRequest = getattr(request, _CANON_ATTR, None) or canonical_request(request.method, request.uri, request.body)
-        tape = self._current.get()
+    def _recorded(self, tape: _Tape | None, creq: CanonicalRequest, request: Any, response: dict[str, Any]) -> None:
+        """A live exchange completed (`creq`: its request's canonical form, from `_from_memory`): keep it
+        (record mode, inside a conversation)."""
         if self.mode != "record" or tape is None:
             self._count(creq)
             return
@@ -328,14 +314,13 @@ class HttpRecorder:
             elif creq.kind == "learn":
                 self.stats.learn_calls += 1
 
-    def _answered_by_another(self, creq: CanonicalRequest) -> bool:
+    def _answered_by_another(self, tape: _Tape | None, creq: CanonicalRequest, claims: list[_PageFetch]) -> bool:
         """Record mode: whether a page fetch is answered from another conversation's live fetch of the
         page, made before (`_page_cache`) or under way (waited for: live fetches = unique pages at any
         concurrency). Otherwise the fetch goes out, and when no other is under way this call claims the
-        page: other conversations wait for it until it is settled (`_settle_claim`), answered or not. A
+        page (added to `claims`): other conversations wait for it until it is released, answered or not. A
         waiter whose fetch failed (not 200, an error reply, an exception, Ctrl-C) goes out itself; so does
         a call from an asyncio task, which must not block its event loop."""
-        tape = self._current.get()
         url = _fetch_url(creq) if tape is not None and creq.is_learn_fetch else None
         if tape is None or url is None:
             return False
@@ -346,9 +331,9 @@ class HttpRecorder:
                     return cached[0] != tape.label  # its own page again goes out, as before
                 under_way = self._in_flight.get(url)
                 if under_way is None:
-                    claim = _PageFetch(self, url)
+                    claim = _PageFetch(url)
                     self._in_flight[url] = claim
-                    _claim.set(claim)
+                    claims.append(claim)
                     return False
                 if _in_event_loop():
                     return False  # waiting would block the loop the fetch under way may run on
@@ -391,9 +376,8 @@ class HttpRecorder:
         with self._lock:
             return self._waiting
 
-    def _cached_page(self, creq: CanonicalRequest) -> Interaction | None:
+    def _cached_page(self, tape: _Tape | None, creq: CanonicalRequest) -> Interaction | None:
         """The live answer another conversation of this recording got for the same page, if any."""
-        tape = self._current.get()
         if tape is None or not creq.is_learn_fetch or not self._page_cache:
             return None
         url = _fetch_url(creq)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
@@ -12,6 +13,7 @@ from replay.cassettes.bodies import rewrite_sse_json
 from replay.cassettes.cache import Cassette, source_sha256
 from replay.cassettes.cassette import derived, load_cassette
 from replay.cassettes.interaction import Interaction, decode_content
+from replay.cassettes.parallel import warm
 from replay.cassettes.matching import (
     CanonicalRequest,
     RequestKey,
@@ -69,7 +71,7 @@ class _Tape:
             self._recorded = []
             return
         self._source = Cassette(self.path)
-        index = derived(self._source, _replay_index, tag="replay-index", code=source_sha256())
+        index = derived(self._source, _replay_index, tag=_INDEX_TAG, code=source_sha256())
         for i, (digest, sent_forms, kind, rpc_method, rpc_id, *stored) in enumerate(index):
             self.index.setdefault(digest, deque()).append(i)
             for sent in sent_forms:
@@ -161,6 +163,20 @@ class _SentAs(NamedTuple):
     learn: tuple[str | None, Any] | None
 
 
+
+
+_INDEX_TAG = "replay-index"
+
+
+def warm_replay_indexes(paths: Iterable[Path]) -> int:
+    """The replay index of each cassette of `paths` made on every core where the parsed-cassette cache
+    does not hold it yet (`cassettes.parallel.warm`), before a replay reads them one conversation at a
+    time. Returns how many cassettes the workers parsed."""
+    return warm(paths, _index_of, tag=_INDEX_TAG, parser=lambda: f"{_INDEX_TAG}; code {source_sha256()}")
+
+
+def _index_of(path: Path) -> object:
+    return derived(Cassette(path), _replay_index, tag=_INDEX_TAG, code=source_sha256())
 
 
 def _replay_index(interactions: list[Interaction]) -> list[tuple[Any, ...]]:

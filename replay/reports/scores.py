@@ -163,8 +163,8 @@ def model_noise_lines(noise: ModelNoise) -> list[str]:
                 "`judge --mode record --add-samples N --run DIR` to measure it)"]
     if noise.stability is None:
         return [f"model noise: not measured (samples per claim: {per_side}): the gate made no comparison"]
-    lines = [f"model noise: the decision holds in {noise.stability:.1%} of {noise.resamples} resamples of the "
-             f"judge's samples (samples per claim: {per_side}; {noise.required:.0%} needed)"]
+    lines = [f"model noise: the decision holds in {noise.stability:.1%} of {noise.resamples} simulated re-runs of "
+             f"the judge (samples per claim: {per_side}; {noise.required:.0%} needed)"]
     if noise.settle:
         when = (f"projected stable at {noise.settle_samples} samples per claim on each side"
                 if noise.settle_samples is not None

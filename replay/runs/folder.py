@@ -16,6 +16,7 @@ from replay.cassettes.cache import Cassette, cached, source_sha256
 from replay.cassettes.cassette import load_cassette
 from replay.cassettes.interaction import Interaction
 from replay.cassettes.learn_calls import LearnCall, learn_calls
+from replay.cassettes.parallel import warm
 from replay.core.prompts import parse_rendered_batch
 from replay.core.text import sha256_text
 from replay.errors import InputError, ReplayError
@@ -316,6 +317,22 @@ def _validated(rows: list[dict[str, Any]] | None) -> tuple[Claim, ...] | None:
 
 
 
+def warm_conversations(*runs: Run) -> int:
+    """What `Run.conversation` reads of each claims file's cassette of `runs`, made on every core where
+    the parsed-cassette cache does not hold it yet (`cassettes.parallel.warm`): the commands that read
+    runs (grade, diff, drift) call it first, then read the conversations one at a time, as without it.
+    Returns how many cassettes the workers parsed."""
+    paths = [run.cassette_path(claims_file) for run in runs for claims_file in run._entries]
+    return warm(paths, _conversation_of, tag=_CONVERSATION_TAG, parser=_conversation_parser)
+
+
+_CONVERSATION_TAG = "conversation"
+
+
+def _conversation_parser() -> str:
+    return f"conversation 1; {source_sha256()}"
+
+
 def _conversation_of(path: Path) -> tuple[list[list[Any]], list[dict[str, Any]] | None]:
     """(Learn calls as [tool, arguments, text, is_error], the rendered batch's rows) of the cassette at
     `path`, from the parsed-cassette cache when it holds them."""
@@ -327,7 +344,7 @@ def _conversation_of(path: Path) -> tuple[list[list[Any]], list[dict[str, Any]] 
         return calls, _rendered_rows(interactions)
 
     try:
-        calls, rows = cached(source, "conversation", derive, parser=f"conversation 1; {source_sha256()}")
+        calls, rows = cached(source, _CONVERSATION_TAG, derive, parser=_conversation_parser())
     except OSError as exc:
         raise reading_error(path, exc) from exc
     return list(calls), rows

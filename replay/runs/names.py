@@ -10,6 +10,7 @@ from pathlib import Path
 from replay.cassettes.cassette import CASSETTE_SUFFIX
 from replay.errors import InputError
 from replay.schema.manifest import RunManifest
+from replay.secrets.excerpts import excerpt
 
 _PLAIN = re.compile(r"[a-z0-9][a-z0-9.-]*(?:/[a-z0-9][a-z0-9.-]*)*")
 """A `file` whose cassette name is just its `/` written `_`: lower-case ASCII letters, digits, `.`, `-`
@@ -81,5 +82,5 @@ def _check_cassette_names(manifest: RunManifest, path: Path) -> None:
                 raise InputError(path, f"claims entry {entry.file!r}: cassette {name!r} is not a file name inside the "
                                        "run folder")
             if len(name.encode("utf-8", "surrogatepass")) > MAX_FILE_NAME_BYTES:
-                raise InputError(path, f"claims entry {entry.file[:60]!r}: cassette name {name[:40]!r}… is longer "
+                raise InputError(path, f"claims entry {excerpt(entry.file, 60, mark='')!r}: cassette name {excerpt(name, 40, mark='')!r}… is longer "
                                        f"than a file name may be ({MAX_FILE_NAME_BYTES} bytes)")

@@ -43,6 +43,7 @@ from replay.core.text import sha256_text
 from replay.errors import InputError, SystemFailed, UsageError, debugging
 from replay.files.paths import display_path
 from replay.learn.wire import FETCH_TOOL, no_page_reason
+from replay.secrets.registry import contains_secret, known
 from replay.runs.folder import MANIFEST, Run, find_runs
 from replay.runs.store_disk import DamagedValue, DataDisk
 from replay.schema.pages import NoPage
@@ -209,7 +210,10 @@ class PageStore:
         return sha256_text(text)
 
     def _add(self, url: str, text: str, seen_at: str, recording: str) -> None:
-        """A page version: `recording` read `text` at `url`."""
+        """A page version: `recording` read `text` at `url`. A text holding a secret the user gave us (a
+        cassette written before it was one) is not kept: it stays in its cassette, never copied here."""
+        if known() and contains_secret(text):
+            return
         sha = sha256_text(text)
         if f"text:{sha}" not in self._cache:
             self._cache.set(f"text:{sha}", text.encode("utf-8"))  # bytes: diskcache reads a text file back with

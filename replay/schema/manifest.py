@@ -11,6 +11,7 @@ from pydantic import BaseModel, SerializerFunctionWrapHandler, field_validator, 
 
 from replay.schema.common import RunMode
 from replay.urls import split_url
+from replay.secrets.excerpts import excerpt
 
 LEARN_MCP_URL = "https://learn.microsoft.com/api/mcp"
 """The public Learn MCP endpoint, the default `--learn-url`."""
@@ -154,7 +155,7 @@ class RunManifest(BaseModel):
     @field_validator("recorded_at")
     @classmethod
     def _iso_8601_utc(cls, recorded_at: str) -> str:
-        problem = ValueError(f"{recorded_at[:40]!r} is not an ISO 8601 UTC time like 2026-06-15T09:00:00Z")
+        problem = ValueError(f"{excerpt(recorded_at, 40, mark='')!r} is not an ISO 8601 UTC time like 2026-06-15T09:00:00Z")
         if not _ISO_UTC.fullmatch(recorded_at):
             raise problem
         try:

@@ -117,17 +117,18 @@ class Scores(DescribedRecord):
 
 
 class ModelNoise(DescribedRecord):
-    """How stable the gate's decision is against the model's own noise (the judge's samples resampled)."""
+    """How stable the gate's decision is against the model's own noise (re-runs simulated from the samples)."""
 
     measured: bool
     """False when both sides were judged once (K = 1): model noise was not measured."""
     stability: float | None = None
-    """Share of resamples (each claim's samples drawn again with replacement on each side, claims held fixed,
-    fixed seed) that reach the same decision as the observed means; None when not measured."""
+    """Share of simulated re-runs (each side's K samples drawn afresh: each claim's verdicts as likely as its
+    samples and the run's other claims make them; a fixed seed) that reach the same decision as the observed
+    means; None when not measured."""
     samples: dict[str, int] = {}
     """Samples per claim of each side: `{"baseline": K, "candidate": K}`."""
     resamples: int = 0
-    """Resamples behind `stability`."""
+    """Simulated re-runs behind `stability`."""
     required: float = 0.95
     """The stability a decision needs (`[tool.judge-replay] gate-stability`)."""
     settle: list[str] = []

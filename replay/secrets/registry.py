@@ -224,6 +224,12 @@ def known() -> bool:
     return bool(_registry)
 
 
+def remembered() -> tuple[str, ...]:
+    """Every value remembered in this process (to hand to a worker process: `cassettes.parallel`)."""
+    with _registry._lock:
+        return tuple(sorted(_registry._values))
+
+
 def registry() -> Redactor:
     """The process-wide registry (to extend with secrets of one file: `registry().extended(values)`)."""
     return _registry

@@ -54,6 +54,13 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("credential in URL", re.compile(r"(?i)[?&;](?:" + _QUERY_NAMES + r")=([A-Za-z0-9%+/=._~\-]{8,})")),
     ("secret field", re.compile(r"(?i)[\"'](?:" + "|".join(sorted(SECRET_FIELDS)) + r")[\"']\s*:\s*\"([^\"]{8,})\"")),
 )
+KEY_KINDS = ("anthropic key", "api key", "github token", "aws access key id", "google api key", "slack token",
+             "stripe key", "jwt")
+"""The kinds of `_PATTERNS` that are keys by their shape alone, whatever stands around them: what an excerpt of
+data masks (`secrets.excerpts`)."""
+_KEY_PATTERNS = tuple(pattern for kind, pattern in _PATTERNS if kind in KEY_KINDS)
+_KEY_TRIGGER = re.compile(r"sk-|sk_live|rk_live|gh[pousr]_|github_pat|AKIA|ASIA|AIza|xox|eyJ")
+"""A text holding none of these holds no key shape (`key_spans`)."""
 # Cheap pre-check: a text holding none of these cannot match any pattern above.
 _TRIGGER = re.compile(
     r"(?i)sk-|sk_live|rk_live|gh[pousr]_|github_pat|akia|asia|aiza|xox|eyj|private key|bearer|basic|api-?key|org|://|=|\"")
@@ -100,6 +107,22 @@ def find_secrets(text: str) -> Iterator[tuple[str, str, int, int]]:
             secret = m.group(group)
             if secret and not is_placeholder(secret):
                 yield kind, secret, m.start(group), m.end(group)
+
+
+def key_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every key-shaped value in `text` (`KEY_KINDS`) that is not a placeholder, in order,
+    overlapping spans merged."""
+    if not text or not _KEY_TRIGGER.search(text):
+        return []
+    spans = sorted((m.start(), m.end()) for pattern in _KEY_PATTERNS for m in pattern.finditer(text)
+                   if not is_placeholder(m.group(0)))
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{24,}={0,2}")

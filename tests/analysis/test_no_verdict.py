@@ -101,7 +101,7 @@ def test_the_gate_refuses_even_when_the_candidate_would_otherwise_win(project, c
     assert out["gate"]["reason"].startswith("do not adopt: the candidate has 1 claim without a verdict out of 43")
     assert out["gate"]["reason"].endswith("--run runs/v3-failed --mode record --model claude-sonnet-5-5 --learn-url "
                                           "http://127.0.0.1:8931/api/mcp --anthropic-base-url http://127.0.0.1:8932 "
-                                          "--retry-failed")  # what the demo run asked: the default --max-tokens
+                                          "--retry-failed")  # the demo run kept the default max_tokens: no flag
 
 
 def test_a_baseline_without_verdicts_cannot_flatter_a_candidate(project, capsys):

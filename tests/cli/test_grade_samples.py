@@ -28,8 +28,9 @@ def project(tmp_path, monkeypatch):
 
 def test_grade_json_of_a_run_with_samples(project, capsys):
     # v3: sample 1 and 3 catch a-1 and a-2 (R 1), sample 2 only a-1 (R 1/2): mean R 5/6, range [0.5, 1]; P 1 in
-    # every sample. v2: P 1, R 1/2. The rule adopts; a-2's 2-of-3 draw keeps the lift unless all 3 slots draw g
-    # (1/27), so the decision holds in about 96% of resamples.
+    # every sample. v2: P 1, R 1/2. The rule adopts; but on four claims, one of which flipped, the runs cannot
+    # tell a decided judge from a noisy one, so a re-run may flip the agreeing claims too (and v2 was judged
+    # once): the decision holds in little more than half of the simulated re-runs, and is not adopted.
     assert main(["grade", "runs/v3", "--gold", "gold.json", "--baseline", "runs/v2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["samples"] == 3 and out["unstable"] == 1
@@ -41,8 +42,12 @@ def test_grade_json_of_a_run_with_samples(project, capsys):
     assert out["baseline"]["samples"] == 1 and out["baseline"]["precision_range"] == [1.0, 1.0]
     noise = out["gate"]["model_noise"]
     assert noise["measured"] and noise["samples"] == {"baseline": 1, "candidate": 3}
-    assert noise["stability"] == pytest.approx(26 / 27, abs=0.02)
-    assert out["gate"]["adopt"] is True
+    assert 0.5 < noise["stability"] < 0.7 and noise["required"] == 0.95
+    assert out["gate"]["adopt"] is False
+    assert noise["settle"][0].startswith("judge-replay judge --mode record --add-samples ")
+    assert "--run runs/v2" in noise["settle"][0]
+    # cost per sample: each run's priced usage / its K (v2: 100K input tokens once, v3: 300K over 3 samples)
+    assert noise["settle_cost_usd"] > 0
 
 
 def test_grade_text_and_markdown_list_unstable_claims_and_the_ranges(project, capsys):
@@ -50,24 +55,19 @@ def test_grade_text_and_markdown_list_unstable_claims_and_the_ranges(project, ca
     text = capsys.readouterr().out
     assert "R 0.833 [0.500–1.000]" in text and "3 samples per claim" in text
     assert "1 unstable claim(s)" in text and "docs/a.md:a-2 — majority not_grounded; grounded 1, not_grounded 2" in text
-    assert "model noise: the decision holds in" in text
+    assert "model noise: the decision holds in" in text and "simulated re-runs of the judge" in text
+    assert "to settle it (" in text and "judge-replay judge --mode record --add-samples" in text
     assert main(["grade", "runs/v3", "--gold", "gold.json", "--markdown"]) == 0
     markdown = capsys.readouterr().out
     assert "unstable claim(s)" in markdown and "a-2" in markdown
 
 
-def test_a_stricter_gate_stability_setting_refuses_and_prints_the_commands(project, capsys):
-    (project / "pyproject.toml").write_text("[tool.judge-replay]\ngate-stability = 0.99\n")
+def test_a_looser_gate_stability_setting_adopts_what_the_default_refuses(project, capsys):
+    (project / "pyproject.toml").write_text("[tool.judge-replay]\ngate-stability = 0.5\n")
     assert main(["grade", "runs/v3", "--gold", "gold.json", "--baseline", "runs/v2", "--json"]) == 0
     gate = json.loads(capsys.readouterr().out)["gate"]
-    assert gate["adopt"] is False and gate["model_noise"]["required"] == 0.99
-    assert gate["model_noise"]["settle"][0].startswith("judge-replay judge --mode record --add-samples ")
-    assert "--run runs/v2" in gate["model_noise"]["settle"][0]
-    # cost per sample: each run's priced usage / its K (v2: 100K input tokens once, v3: 300K over 3 samples)
-    assert gate["model_noise"]["settle_cost_usd"] > 0
-    assert main(["grade", "runs/v3", "--gold", "gold.json", "--baseline", "runs/v2"]) == 0
-    text = capsys.readouterr().out
-    assert "to settle it (" in text and "judge-replay judge --mode record --add-samples" in text
+    assert gate["adopt"] is True and gate["model_noise"]["required"] == 0.5
+    assert gate["model_noise"]["settle"] == []
 
 
 def test_a_bad_gate_stability_setting_is_one_line(project, capsys):

@@ -153,3 +153,116 @@ def test_max_cost_refuses_bad_amounts_and_models_without_a_price(workdir: Path, 
     assert "'my-own-model'" in err and "[tool.judge-replay.prices]" in err and "Traceback" not in err
     assert main(["judge", "--mode", "replay", "--run", "r", "--max-cost", "1"]) == 2
     assert "replay calls nothing" in capsys.readouterr().err
+
+
+class _SpendingProxy:
+    """A real HTTP proxy on 127.0.0.1 in front of the model stand-in, for two requests in flight at once.
+
+    Each Messages request is held until a second one arrives (or `hold` seconds pass), so that two direct
+    calls the budget lets through together are in flight together; each answer is rewritten to bill its
+    whole `max_tokens` of output (a model that spends all it may: the case `--max-cost` has to hold for).
+    It counts the most requests it held at once."""
+
+    def __init__(self, upstream: str, hold: float = 1.0) -> None:
+        import http.client
+        import threading
+        from urllib.parse import urlsplit
+
+        from factories import LocalServer
+
+        target = urlsplit(upstream)
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.billed: list[dict[str, Any]] = []
+        """The `usage` of every answer passed on (as rewritten)."""
+        self._arrived = threading.Condition()
+        proxy = self
+
+        def unused(body: Any) -> tuple[int, dict[str, str], bytes]:
+            raise AssertionError("every POST is proxied by do_post below")
+
+        self._server = LocalServer(unused)
+        handler = self._server.RequestHandlerClass  # a class of this server's own: its POST is replaced here
+
+        def do_post(handler_self: Any) -> None:
+            raw = handler_self.rfile.read(int(handler_self.headers.get("content-length", 0)))
+            asked = json.loads(raw) if raw else {}
+            messages = handler_self.path.split("?")[0].endswith("/v1/messages") and "max_tokens" in asked
+            with proxy._arrived:
+                proxy.in_flight += 1
+                proxy.most_in_flight = max(proxy.most_in_flight, proxy.in_flight)
+                proxy._arrived.notify_all()
+                if messages:
+                    proxy._arrived.wait_for(lambda: proxy.in_flight >= 2, timeout=hold)
+            try:
+                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+                headers = {k: v for k, v in handler_self.headers.items() if k.lower() not in {"host", "content-length"}}
+                conn.request("POST", handler_self.path, body=raw, headers=headers)
+                answer = conn.getresponse()
+                data = answer.read()
+                status = answer.status
+                content_type = answer.getheader("content-type", "application/json")
+                conn.close()
+                if status == 200 and messages:
+                    message = json.loads(data)
+                    message["usage"]["output_tokens"] = asked["max_tokens"]
+                    proxy.billed.append(message["usage"])
+                    data = json.dumps(message).encode()
+            finally:
+                with proxy._arrived:
+                    proxy.in_flight -= 1
+            handler_self.send_response(status)
+            handler_self.send_header("content-type", content_type)
+            handler_self.send_header("content-length", str(len(data)))
+            handler_self.end_headers()
+            handler_self.wfile.write(data)
+
+        handler.do_POST = do_post  # type: ignore[attr-defined]
+        self.url = self._server.url
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def billed_usd(self) -> float:
+        from replay.core.budget import usage_from_response
+
+        return sum(cost_usd("claude-sonnet-5-5", usage_from_response(u), batch=False) or 0.0 for u in self.billed)
+
+
+def _one_answer_usd(max_tokens: int) -> float:
+    """What an answer of `max_tokens` output tokens bills on the demo's model (its output alone)."""
+    return cost_usd("claude-sonnet-5-5", TokenUsage(output_tokens=max_tokens), batch=False) or 0.0
+
+
+def test_two_direct_calls_are_in_flight_together_when_the_limit_has_room_for_both(
+        workdir: Path, demo_learn: Any, capsys: Any) -> None:
+    """The equipment of the next test, shown to work: with room for many answers, two conversations'
+    calls are held by the proxy at once."""
+    with start_model() as model:
+        proxy = _SpendingProxy(model.url)
+        try:
+            code = judge_demo(demo_learn, proxy, "roomy", "--concurrency", "2", "--max-tokens", "4000",
+                              "--max-cost", "50")
+        finally:
+            proxy.stop()
+    assert code == 0, capsys.readouterr().err
+    assert proxy.most_in_flight == 2
+
+
+def test_max_cost_holds_with_two_direct_calls_in_flight(workdir: Path, demo_learn: Any, capsys: Any) -> None:
+    """Two conversations at once, a model that bills every answer its whole `max_tokens`, and a limit with
+    room for one such answer but not two: the second call must wait for the first one's bill (and is then
+    refused), not go out beside it — else both are billed and the run passes its limit."""
+    limit = round(_one_answer_usd(20_000) * 1.5, 4)
+    with start_model() as model:
+        proxy = _SpendingProxy(model.url)
+        try:
+            code = judge_demo(demo_learn, proxy, "tight", "--concurrency", "2", "--max-tokens", "20000",
+                              "--max-cost", str(limit))
+        finally:
+            proxy.stop()
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert f"--max-cost ${limit:,.4f} reached" in err
+    assert proxy.most_in_flight == 1
+    assert 0 < proxy.billed_usd() <= limit

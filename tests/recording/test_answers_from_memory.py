@@ -1,10 +1,10 @@
-"""Replay answers a request at once, without vcrpy's stub, with the response the stub would have built:
-the same status, reason, headers (each value of a repeated one), body and stream type, sync and async,
-through httpx and httpx2."""
+"""Replay answers a request at once with the response vcrpy's stub would have built of the cassette: the
+same status, reason, headers (each value of a repeated one), body and stream type, through httpx and
+httpx2."""
 
 from __future__ import annotations
 
-import asyncio
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,8 @@ from factories import LEARN, fetch_interaction
 from replay.cassettes.interaction import Interaction
 from replay.cassettes.cassette import save_cassette
 from replay.recording.recorder import HttpRecorder
-from replay.recording.tape import _played, _stored, _vcr_response
+from replay.recording.tape import _interaction, _played, _stored, _vcr_response
+from replay.recording.transport import _Sent, _serialized
 from replay.runs.names import cassette_name
 
 MODEL = "http://127.0.0.1:8932/v1/messages"
@@ -50,8 +51,8 @@ def test_a_replayed_response_is_the_one_stock_vcrpy_plays_from_the_same_cassette
     replay always changes (`retry-after` 0, no `content-length` the body does not have)."""
     cassette = tmp_path / cassette_name("docs/a.md")
     save_cassette(cassette, [_model_interaction(reason)])
-    with HttpRecorder("replay", tmp_path) as rec, httpx.Client() as client:
-        with rec.conversation("docs/a.md"):
+    with HttpRecorder("replay", tmp_path) as rec:
+        with rec.conversation("docs/a.md") as seam, httpx.Client(transport=seam.transport(httpx.HTTPTransport())) as client:
             ours = client.post(MODEL, content=_compact(), headers={"content-type": "application/json"})
     with vcr.use_cassette(str(cassette), record_mode="none", match_on=["method", "path"]), httpx.Client() as client:
         stock = client.post(MODEL, content=_compact(), headers={"content-type": "application/json"})
@@ -80,10 +81,10 @@ def test_a_replayed_learn_answer_is_what_vcrpys_stub_builds_from_the_played_dict
     given the same played answer, and streamed as SSE is read."""
     recorded, body = _learn_cassette(tmp_path)
     headers = {"content-type": "application/json", "mcp-session-id": "s-live"}
-    with HttpRecorder("replay", tmp_path) as rec, httpx.Client() as client:
-        with rec.conversation("docs/a.md"):
+    with HttpRecorder("replay", tmp_path) as rec:
+        with rec.conversation("docs/a.md") as seam, httpx.Client(transport=seam.transport(httpx.HTTPTransport())) as client:
             request = client.build_request("POST", LEARN, content=body, headers=headers)
-            whole = httpx.HTTPTransport().handle_request(request)  # what the transport returns the client
+            whole = seam.transport(httpx.HTTPTransport()).handle_request(request)  # what the transport returns the client
             with client.stream("POST", LEARN, content=body.replace(b'"id":3', b'"id":9'), headers=headers) as streamed:
                 shape = _shape(streamed)
                 lines = list(streamed.iter_lines())
@@ -97,21 +98,35 @@ def test_a_replayed_learn_answer_is_what_vcrpys_stub_builds_from_the_played_dict
     assert rec.unused() == {} and rec.stats.learn_calls == 2
 
 
-@pytest.mark.parametrize("module", [httpx, httpx2], ids=["httpx", "httpx2"])
-def test_sync_and_async_clients_of_httpx_and_httpx2_replay_the_same(tmp_path: Path, module: Any) -> None:
+def test_clients_of_httpx_and_httpx2_replay_the_same(tmp_path: Path) -> None:
     _, body = _learn_cassette(tmp_path)
     headers = {"content-type": "application/json"}
-
-    async def send(client: Any) -> Any:
-        return await client.post(LEARN, content=body, headers=headers)
-
-    async def send_async() -> Any:
-        async with module.AsyncClient() as client:
-            return await send(client)
-
-    with HttpRecorder("replay", tmp_path) as rec, module.Client() as client:
-        with rec.conversation("docs/a.md"):
-            replies = [client.post(LEARN, content=body, headers=headers), asyncio.run(send_async())]
-    assert [type(r) for r in replies] == [module.Response] * 2 and [r.status_code for r in replies] == [200, 200]
+    with HttpRecorder("replay", tmp_path) as rec:
+        with rec.conversation("docs/a.md") as seam:
+            replies = []
+            for module in (httpx, httpx2):
+                with module.Client(transport=seam.transport(module.HTTPTransport())) as client:
+                    replies.append(client.post(LEARN, content=body, headers=headers))
+    assert [type(r) for r in replies] == [httpx.Response, httpx2.Response] and [r.status_code for r in replies] == [200, 200]
     assert replies[0].content == replies[1].content and _shape(replies[0])[:4] == _shape(replies[1])[:4]
     assert replies[1].request.content == body and rec.unused() == {} and rec.stats.learn_calls == 2
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2], ids=["httpx", "httpx2"])
+@pytest.mark.parametrize("reason", [b"Made", None])
+def test_a_live_exchange_is_kept_in_the_form_vcrpys_stub_gives_a_cassette(module: Any, reason: bytes | None) -> None:
+    """What the recording transport hands the tape is what vcrpy's httpx stub handed it: the same
+    response dict, and the same request, header for header (repeated and mixed-case names included)."""
+    from vcr.stubs.httpx_stubs import _make_vcr_request, _serialize_response
+
+    body = b'{"model":"m"}'
+    request = module.Request("POST", MODEL + "?q=1", content=body,
+                             headers=[("Content-Type", "application/json"), ("X-Twice", "a"), ("x-twice", "b")])
+    raw = gzip.compress(b'{"ok": true}', mtime=0)
+    response = module.Response(201, headers=[("Content-Encoding", "gzip"), ("Set-Cookie", "a=1"), ("set-cookie", "b=2")],
+                               stream=module.ByteStream(raw), extensions={"reason_phrase": reason} if reason else None)
+    ours = _serialized(response, raw)
+    assert ours == _serialize_response(response, raw)
+    sent = _Sent(request.method, str(request.url), body, request.headers)
+    assert _interaction(sent, ours) == _interaction(_make_vcr_request(request, body), ours)
+    assert _interaction(sent, ours).response_body == '{"ok": true}'

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from replay.errors import LearnError
@@ -36,8 +37,8 @@ def wait_for(condition: Callable[[], bool], what: str) -> None:
 def fetch_in(rec: HttpRecorder, name: str, learn_url: str, out: dict[str, Any]) -> None:
     """One conversation fetching MODELS; its page text, or the error it got, lands in `out[name]`."""
     try:
-        with rec.conversation(name), LearnClient(learn_url, max_retries=0) as learn:
-            out[name] = learn.fetch(MODELS).text
+        with rec.conversation(name) as seam, httpx.Client(transport=seam.transport(httpx.HTTPTransport())) as http:
+            out[name] = LearnClient(learn_url, http, max_retries=0).fetch(MODELS).text
     except (LearnError, OSError) as exc:
         out[name] = exc
 

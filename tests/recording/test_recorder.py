@@ -21,6 +21,7 @@ from typing import Any
 
 import anthropic
 import httpx
+import httpx2
 import pytest
 import vcr
 import yaml
@@ -30,6 +31,7 @@ from replay.cassettes.learn_calls import learn_calls
 from replay.cassettes.cassette import load_cassette, save_cassette
 from replay.errors import CassetteMiss
 from replay.recording.recorder import HttpRecorder
+from replay.recording.transport import Seam
 from replay.runs.names import cassette_name
 from locations import REPO
 
@@ -205,12 +207,27 @@ def learn() -> Iterator[Server]:
 
 
 @functools.lru_cache(maxsize=None)
-def sdk(base_url: str, retries: int = 0, key: str = "sk-test") -> anthropic.Anthropic:
-    """A real SDK client (built once per setting: building one costs ~0.1 s)."""
+def _plain_sdk(base_url: str, retries: int, key: str) -> anthropic.Anthropic:
+    """A real SDK client on its own transport (built once per setting: building one costs ~0.1 s)."""
     return anthropic.Anthropic(api_key=key, base_url=base_url, max_retries=retries)
 
 
-_HTTP = httpx.Client(headers={"accept": "application/json, text/event-stream"})
+def sdk(base_url: str, retries: int = 0, key: str = "sk-test", *, seam: Seam | None = None) -> anthropic.Anthropic:
+    """A real SDK client; with `seam`, one whose transport is that conversation's recording transport
+    around a plain `httpx2.HTTPTransport`, as a conversation builds its clients."""
+    if seam is None:
+        return _plain_sdk(base_url, retries, key)
+    http = anthropic.DefaultHttpxClient(transport=seam.transport(httpx2.HTTPTransport()))
+    return _plain_sdk(base_url, retries, key).with_options(http_client=http)
+
+
+_ACCEPT = {"accept": "application/json, text/event-stream"}
+_HTTP = httpx.Client(headers=_ACCEPT)
+
+
+def learn_http(seam: Seam | None) -> httpx.Client:
+    """The raw httpx client of a test's MCP client: on the conversation's recording transport when given."""
+    return _HTTP if seam is None else httpx.Client(headers=_ACCEPT, transport=seam.transport(httpx.HTTPTransport()))
 
 
 def ask(client: anthropic.Anthropic, *texts: str, model: str = "claude-test") -> list[str]:
@@ -229,10 +246,10 @@ def ask(client: anthropic.Anthropic, *texts: str, model: str = "claude-test") ->
 class Learn:
     """A minimal MCP client over raw httpx (the library our Learn client is built on)."""
 
-    def __init__(self, url: str, first_id: int = 1, client_version: str = "1.0") -> None:
+    def __init__(self, url: str, first_id: int = 1, client_version: str = "1.0", *, seam: Seam | None = None) -> None:
         self.url = url + "/api/mcp"
         self.client_version = client_version
-        self.http = _HTTP
+        self.http = learn_http(seam)
         self.next_id = first_id
         self.session: str | None = None
 
@@ -260,10 +277,10 @@ class Learn:
 PAGE = "https://learn.microsoft.com/azure/ai/models"
 
 
-def judge(model: Server, learn: Server, url: str = PAGE) -> tuple[list[str], str]:
+def judge(model: Server, learn: Server, seam: Seam | None, url: str = PAGE) -> tuple[list[str], str]:
     """One conversation's traffic: a Learn fetch and two model turns."""
-    _, page = Learn(learn.url).start().fetch(url)
-    return ask(sdk(model.url), f"judge with {page}", "and again"), page
+    _, page = Learn(learn.url, seam=seam).start().fetch(url)
+    return ask(sdk(model.url, seam=seam), f"judge with {page}", "and again"), page
 
 
 # --------------------------------------------------------------------------- tests
@@ -271,22 +288,22 @@ def judge(model: Server, learn: Server, url: str = PAGE) -> tuple[list[str], str
 
 def test_record_then_replay_with_servers_stopped(tmp_path: Path, model: Server, learn: Server) -> None:
     with HttpRecorder("record", tmp_path, rerecord_hint=HINT) as rec:
-        with rec.conversation("docs/a.md"):
-            recorded = judge(model, learn)
+        with rec.conversation("docs/a.md") as seam:
+            recorded = judge(model, learn, seam)
     assert rec.stats.model_calls == 2 and rec.stats.learn_calls == 3 and rec.stats.interactions == 5
     model.stop()
     learn.stop()
     with HttpRecorder("replay", tmp_path, rerecord_hint=HINT) as rec:
-        with rec.conversation("docs/a.md"):
-            assert judge(model, learn) == recorded
+        with rec.conversation("docs/a.md") as seam:
+            assert judge(model, learn, seam) == recorded
     assert rec.unused() == {}
 
 
 def test_cassette_is_normalised_readable_and_has_no_secret(tmp_path: Path, model: Server, learn: Server) -> None:
     with HttpRecorder("record", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            Learn(learn.url).start().fetch(PAGE)
-            ask(sdk(model.url, key=CANARY), "hello")
+        with rec.conversation("docs/a.md") as seam:
+            Learn(learn.url, seam=seam).start().fetch(PAGE)
+            ask(sdk(model.url, key=CANARY, seam=seam), "hello")
     text = (tmp_path / cassette_name("docs/a.md")).read_text()
     assert CANARY not in text and ORG_ID not in text and "Bearer" not in text
     data = yaml.safe_load(text)
@@ -308,44 +325,44 @@ def test_rerecord_is_byte_identical(tmp_path: Path, model: Server, learn: Server
     texts = []
     for run in ("one", "two"):
         with HttpRecorder("record", tmp_path / run) as rec:
-            with rec.conversation("docs/a.md"):
-                judge(model, learn)
+            with rec.conversation("docs/a.md") as seam:
+                judge(model, learn, seam)
         texts.append((tmp_path / run / cassette_name("docs/a.md")).read_bytes())
     assert texts[0] == texts[1]
 
 
 def test_jsonrpc_id_follows_the_live_request(tmp_path: Path, learn: Server) -> None:
     with HttpRecorder("record", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            Learn(learn.url, first_id=1).start().fetch(PAGE)
+        with rec.conversation("docs/a.md") as seam:
+            Learn(learn.url, seam=seam, first_id=1).start().fetch(PAGE)
     with HttpRecorder("replay", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            rpc_id, text = Learn(learn.url, first_id=700, client_version="9.9").start().fetch(PAGE)
+        with rec.conversation("docs/a.md") as seam:
+            rpc_id, text = Learn(learn.url, seam=seam, first_id=700, client_version="9.9").start().fetch(PAGE)
     assert rpc_id == 701 and text.startswith("# Page")
 
 
 def test_identical_requests_replay_in_recorded_order(tmp_path: Path, model: Server) -> None:
     with HttpRecorder("record", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            client = sdk(model.url)
+        with rec.conversation("docs/a.md") as seam:
+            client = sdk(model.url, seam=seam)
             first = [ask(client, "same", model="counter")[0] for _ in range(3)]
     assert first == ["answer 1", "answer 2", "answer 3"]
     with HttpRecorder("replay", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            client = sdk(model.url)
+        with rec.conversation("docs/a.md") as seam:
+            client = sdk(model.url, seam=seam)
             assert [ask(client, "same", model="counter")[0] for _ in range(3)] == first
 
 
 def test_a_missing_interaction_names_file_request_closest_and_command(tmp_path: Path, model: Server, learn: Server) -> None:
     with HttpRecorder("record", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            judge(model, learn)
+        with rec.conversation("docs/a.md") as seam:
+            judge(model, learn, seam)
     path = tmp_path / cassette_name("docs/a.md")
     save_cassette(path, load_cassette(path)[:-1])  # drop the second model turn
     with HttpRecorder("replay", tmp_path, rerecord_hint=HINT) as rec:
-        with rec.conversation("docs/a.md"):
+        with rec.conversation("docs/a.md") as seam:
             with pytest.raises(anthropic.APIConnectionError) as caught:
-                judge(model, learn)
+                judge(model, learn, seam)
     miss = caught.value.__cause__
     assert isinstance(miss, CassetteMiss)
     message = str(miss)
@@ -358,12 +375,12 @@ def test_a_missing_interaction_names_file_request_closest_and_command(tmp_path: 
 
 def test_a_learn_miss_shows_the_differing_argument(tmp_path: Path, learn: Server) -> None:
     with HttpRecorder("record", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            Learn(learn.url).start().fetch(PAGE)
+        with rec.conversation("docs/a.md") as seam:
+            Learn(learn.url, seam=seam).start().fetch(PAGE)
     with HttpRecorder("replay", tmp_path, rerecord_hint=HINT) as rec:
-        with rec.conversation("docs/a.md"):
+        with rec.conversation("docs/a.md") as seam:
             with pytest.raises(CassetteMiss) as caught:
-                Learn(learn.url).start().fetch(PAGE + "-v2")
+                Learn(learn.url, seam=seam).start().fetch(PAGE + "-v2")
     message = str(caught.value)
     assert f'Learn tools/call microsoft_docs_fetch {{"url": "{PAGE}-v2"}}' in message
     assert f'interaction 2: Learn tools/call microsoft_docs_fetch {{"url": "{PAGE}"}}' in message
@@ -372,12 +389,13 @@ def test_a_learn_miss_shows_the_differing_argument(tmp_path: Path, learn: Server
 
 def test_replay_never_reaches_the_network(tmp_path: Path) -> None:
     with HttpRecorder("replay", tmp_path, rerecord_hint=HINT) as rec:
-        with rec.conversation("docs/a.md"):
+        with rec.conversation("docs/a.md") as seam:
+            client = httpx.Client(transport=seam.transport(httpx.HTTPTransport()))
             with pytest.raises(CassetteMiss) as caught:
-                httpx.post("http://judge-replay-no-such-host.invalid:9/v1/messages", json={"messages": []})
+                client.post("http://judge-replay-no-such-host.invalid:9/v1/messages", json={"messages": []})
         assert "there is no cassette at" in str(caught.value)
-        with pytest.raises(CassetteMiss) as outside:  # no conversation on this thread
-            httpx.get("http://judge-replay-no-such-host.invalid:9/")
+        with pytest.raises(CassetteMiss) as outside:  # the client kept past its conversation
+            client.get("http://judge-replay-no-such-host.invalid:9/")
         assert "(no conversation)" in str(outside.value)
 
 
@@ -387,11 +405,11 @@ def test_threads_route_to_their_own_cassettes(tmp_path: Path, model: Server, lea
 
     def conversation(name: str) -> None:
         try:
-            with rec.conversation(name):
+            with rec.conversation(name) as seam:
                 barrier.wait()
                 for turn in range(3):
-                    Learn(learn.url).start().fetch(f"{PAGE}/{name}/{turn}")
-                    ask(sdk(model.url), f"{name} turn {turn}")
+                    Learn(learn.url, seam=seam).start().fetch(f"{PAGE}/{name}/{turn}")
+                    ask(sdk(model.url, seam=seam), f"{name} turn {turn}")
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 
@@ -411,18 +429,18 @@ def test_threads_route_to_their_own_cassettes(tmp_path: Path, model: Server, lea
 
 def test_an_exception_writes_nothing_and_keeps_earlier_cassettes(tmp_path: Path, model: Server) -> None:
     with HttpRecorder("record", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            ask(sdk(model.url), "first")
+        with rec.conversation("docs/a.md") as seam:
+            ask(sdk(model.url, seam=seam), "first")
     before = (tmp_path / cassette_name("docs/a.md")).read_bytes()
     with pytest.raises(KeyboardInterrupt):
         with HttpRecorder("record", tmp_path) as rec:
-            with rec.conversation("docs/a.md"):
-                ask(sdk(model.url), "second")
+            with rec.conversation("docs/a.md") as seam:
+                ask(sdk(model.url, seam=seam), "second")
                 raise KeyboardInterrupt
     with pytest.raises(RuntimeError):
         with HttpRecorder("record", tmp_path) as rec:
-            with rec.conversation("docs/b.md"):
-                ask(sdk(model.url), "third")
+            with rec.conversation("docs/b.md") as seam:
+                ask(sdk(model.url, seam=seam), "third")
                 raise RuntimeError("crash")
     assert (tmp_path / cassette_name("docs/a.md")).read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [cassette_name("docs/a.md")]
@@ -430,38 +448,38 @@ def test_an_exception_writes_nothing_and_keeps_earlier_cassettes(tmp_path: Path,
 
 def test_retried_transient_failures_are_dropped_and_final_errors_kept(tmp_path: Path, model: Server) -> None:
     with HttpRecorder("record", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            answer = ask(sdk(model.url, retries=2), "hi", model="flaky")
-        with rec.conversation("docs/b.md"):  # retries exhausted: the 529 is the final answer, kept
+        with rec.conversation("docs/a.md") as seam:
+            answer = ask(sdk(model.url, retries=2, seam=seam), "hi", model="flaky")
+        with rec.conversation("docs/b.md") as seam:  # retries exhausted: the 529 is the final answer, kept
             with pytest.raises(anthropic.APIStatusError):
-                ask(sdk(model.url, retries=0), "other", model="flaky")
+                ask(sdk(model.url, retries=0, seam=seam), "other", model="flaky")
     assert rec.stats.retries_dropped == 1
     kept = load_cassette(tmp_path / cassette_name("docs/a.md"))
     assert [i.status for i in kept] == [200]
     assert [i.status for i in load_cassette(tmp_path / cassette_name("docs/b.md"))] == [529]
     model.stop()
     with HttpRecorder("replay", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            assert ask(sdk(model.url), "hi", model="flaky") == answer
-        with rec.conversation("docs/b.md"):
+        with rec.conversation("docs/a.md") as seam:
+            assert ask(sdk(model.url, seam=seam), "hi", model="flaky") == answer
+        with rec.conversation("docs/b.md") as seam:
             with pytest.raises(anthropic.APIStatusError):
-                ask(sdk(model.url), "other", model="flaky")
+                ask(sdk(model.url, seam=seam), "other", model="flaky")
 
 
 def test_a_page_fetched_by_another_conversation_comes_from_the_recording(tmp_path: Path, learn: Server) -> None:
     with HttpRecorder("record", tmp_path) as rec:
         for name in ("docs/a.md", "docs/b.md"):
-            with rec.conversation(name):
-                Learn(learn.url).start().fetch(PAGE)
-        with rec.conversation("docs/c.md"):
-            Learn(learn.url).start().fetch(PAGE.replace("/azure/", "/en-us/azure/") + "/")  # same page, normalised
+            with rec.conversation(name) as seam:
+                Learn(learn.url, seam=seam).start().fetch(PAGE)
+        with rec.conversation("docs/c.md") as seam:
+            Learn(learn.url, seam=seam).start().fetch(PAGE.replace("/azure/", "/en-us/azure/") + "/")  # same page, normalised
     assert learn.fetches == [PAGE]
     assert rec.stats.page_cache_hits == 2
     learn.stop()
     with HttpRecorder("replay", tmp_path) as rec:
         for name in ("docs/a.md", "docs/b.md", "docs/c.md"):
-            with rec.conversation(name):
-                assert Learn(learn.url, first_id=40).start().fetch(PAGE if name != "docs/c.md" else PAGE.replace("/azure/", "/en-us/azure/") + "/") == (41, "# Page " + PAGE + "\n\nversion 1")
+            with rec.conversation(name) as seam:
+                assert Learn(learn.url, seam=seam, first_id=40).start().fetch(PAGE if name != "docs/c.md" else PAGE.replace("/azure/", "/en-us/azure/") + "/") == (41, "# Page " + PAGE + "\n\nversion 1")
 
 
 def test_a_page_from_the_recording_is_stored_as_if_fetched_live(tmp_path: Path, learn: Server) -> None:
@@ -469,18 +487,18 @@ def test_a_page_from_the_recording_is_stored_as_if_fetched_live(tmp_path: Path, 
     # depend on it. Here b's fetch has another JSON-RPC id than a's (the id is rewritten) and the server
     # writes its JSON with spaces (as a .NET server escapes differently from us).
     def conversation_b() -> None:
-        client = Learn(learn.url).start()
+        client = Learn(learn.url, seam=seam).start()
         client.fetch(PAGE + "/other")
         client.fetch(PAGE)
 
     with HttpRecorder("record", tmp_path / "both") as rec:
-        with rec.conversation("docs/a.md"):
-            Learn(learn.url).start().fetch(PAGE)
-        with rec.conversation("docs/b.md"):
+        with rec.conversation("docs/a.md") as seam:
+            Learn(learn.url, seam=seam).start().fetch(PAGE)
+        with rec.conversation("docs/b.md") as seam:
             conversation_b()
     assert rec.stats.page_cache_hits == 1
     with HttpRecorder("record", tmp_path / "alone") as rec:
-        with rec.conversation("docs/b.md"):
+        with rec.conversation("docs/b.md") as seam:
             conversation_b()
     assert rec.stats.page_cache_hits == 0
     name = cassette_name("docs/b.md")
@@ -490,34 +508,34 @@ def test_a_page_from_the_recording_is_stored_as_if_fetched_live(tmp_path: Path, 
 def test_pages_from_serves_learn_while_the_model_is_live(tmp_path: Path, model: Server, learn: Server) -> None:
     pinned = tmp_path / "pinned"
     with HttpRecorder("record", pinned) as rec:
-        with rec.conversation("docs/a.md"):
-            _, page = Learn(learn.url).start().fetch(PAGE)
+        with rec.conversation("docs/a.md") as seam:
+            _, page = Learn(learn.url, seam=seam).start().fetch(PAGE)
     learn.stop()
     with HttpRecorder("live", tmp_path / "live", pages_from=pinned) as rec:
-        with rec.conversation("docs/other.md"):
-            assert Learn(learn.url).start().fetch(PAGE)[1] == page
-            ask(sdk(model.url), "live call")
+        with rec.conversation("docs/other.md") as seam:
+            assert Learn(learn.url, seam=seam).start().fetch(PAGE)[1] == page
+            ask(sdk(model.url, seam=seam), "live call")
     assert model.counter == 1 and not (tmp_path / "live").exists()
     with HttpRecorder("record", tmp_path / "new", pages_from=pinned) as rec:
-        with rec.conversation("docs/other.md"):
-            Learn(learn.url).start().fetch(PAGE)
-            answer = ask(sdk(model.url), "recorded call")
+        with rec.conversation("docs/other.md") as seam:
+            Learn(learn.url, seam=seam).start().fetch(PAGE)
+            answer = ask(sdk(model.url, seam=seam), "recorded call")
     model.stop()
     with HttpRecorder("replay", tmp_path / "new") as rec:
-        with rec.conversation("docs/other.md"):
-            assert Learn(learn.url).start().fetch(PAGE)[1] == page
-            assert ask(sdk(model.url), "recorded call") == answer
+        with rec.conversation("docs/other.md") as seam:
+            assert Learn(learn.url, seam=seam).start().fetch(PAGE)[1] == page
+            assert ask(sdk(model.url, seam=seam), "recorded call") == answer
     with HttpRecorder("live", tmp_path / "live", pages_from=pinned, rerecord_hint=HINT) as rec:
-        with rec.conversation("docs/other.md"):
+        with rec.conversation("docs/other.md") as seam:
             with pytest.raises(CassetteMiss, match="never made this request"):
-                Learn(learn.url).start().fetch(PAGE + "/unknown")
+                Learn(learn.url, seam=seam).start().fetch(PAGE + "/unknown")
 
 
 def test_error_bodies_echoing_the_key_and_org_are_scrubbed(tmp_path: Path, model: Server) -> None:
     with HttpRecorder("record", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
+        with rec.conversation("docs/a.md") as seam:
             with pytest.raises(anthropic.AuthenticationError) as caught:
-                ask(sdk(model.url, key=CANARY), "hi", model="echo-secrets")
+                ask(sdk(model.url, key=CANARY, seam=seam), "hi", model="echo-secrets")
     assert CANARY in str(caught.value)  # the server really echoed it
     text = (tmp_path / cassette_name("docs/a.md")).read_text()
     assert CANARY not in text and ORG_ID not in text
@@ -526,18 +544,18 @@ def test_error_bodies_echoing_the_key_and_org_are_scrubbed(tmp_path: Path, model
 
 def test_live_mode_without_pages_from_does_not_intercept(tmp_path: Path, model: Server) -> None:
     with HttpRecorder("live", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            ask(sdk(model.url), "hi")
+        with rec.conversation("docs/a.md") as seam:
+            ask(sdk(model.url, seam=seam), "hi")
     assert not rec.intercepting and not tmp_path.joinpath(cassette_name("docs/a.md")).exists()
 
 
 def test_unused_interactions_are_reported(tmp_path: Path, model: Server) -> None:
     with HttpRecorder("record", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            ask(sdk(model.url), "one", "two")
+        with rec.conversation("docs/a.md") as seam:
+            ask(sdk(model.url, seam=seam), "one", "two")
     with HttpRecorder("replay", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            ask(sdk(model.url), "one")
+        with rec.conversation("docs/a.md") as seam:
+            ask(sdk(model.url, seam=seam), "one")
     assert rec.unused() == {"docs/a.md": [1]}
 
 
@@ -553,8 +571,8 @@ def test_the_replay_benchmark_runs_and_ends_with_its_json_line(tmp_path: Path) -
 
 def test_our_recording_replays_under_stock_vcrpy(tmp_path: Path, model: Server, learn: Server) -> None:
     with HttpRecorder("record", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            answers, page = judge(model, learn)
+        with rec.conversation("docs/a.md") as seam:
+            answers, page = judge(model, learn, seam)
     model.stop()
     learn.stop()
     with vcr.use_cassette(str(tmp_path / cassette_name("docs/a.md")), record_mode="none", match_on=["method", "path", "body"]):
@@ -600,11 +618,10 @@ def test_a_canary_key_and_url_credentials_reach_no_file_of_the_recording(tmp_pat
     password, query_key = "pw" + PLAIN_CANARY[:20], "qk" + PLAIN_CANARY[20:]
     learn_url = learn.url.replace("http://", f"http://judge:{password}@") + f"/api/mcp?key={query_key}&lang=en"
     with HttpRecorder("record", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
+        with rec.conversation("docs/a.md") as seam:
             with pytest.raises(anthropic.AuthenticationError) as caught:
-                ask(sdk(model.url, key=PLAIN_CANARY), "hi", model="echo-key")
-            reply = httpx.post(learn_url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
-                               headers={"accept": "application/json, text/event-stream"})
+                ask(sdk(model.url, key=PLAIN_CANARY, seam=seam), "hi", model="echo-key")
+            reply = learn_http(seam).post(learn_url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
     assert PLAIN_CANARY in str(caught.value) and reply.status_code == 200  # the server really echoed it
     text = (tmp_path / cassette_name("docs/a.md")).read_text()
     assert "the key REDACTED was not accepted" in text
@@ -616,9 +633,9 @@ def test_a_canary_key_and_url_credentials_reach_no_file_of_the_recording(tmp_pat
 def test_a_remembered_secret_is_removed_from_bodies_in_every_encoding(tmp_path: Path, model: Server) -> None:
     _secrets.remember(PLAIN_CANARY)  # as the runner does with the key it is given (conftest forgets it)
     with HttpRecorder("record", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
+        with rec.conversation("docs/a.md") as seam:
             basic = base64.b64encode(f"user:{PLAIN_CANARY}".encode()).decode()
-            ask(sdk(model.url), f"plain {PLAIN_CANARY}, quoted {urllib.parse.quote(PLAIN_CANARY)}, basic {basic}")
+            ask(sdk(model.url, seam=seam), f"plain {PLAIN_CANARY}, quoted {urllib.parse.quote(PLAIN_CANARY)}, basic {basic}")
     assert_nowhere(tmp_path, PLAIN_CANARY)
     assert yaml.safe_load((tmp_path / cassette_name("docs/a.md")).read_text())  # still a valid cassette
 
@@ -629,8 +646,8 @@ def test_rerecording_against_stand_ins_on_other_ports_is_byte_identical(tmp_path
         model_server, learn_server = _serve(ModelHandler), _serve(LearnHandler)
         try:
             with HttpRecorder("record", tmp_path / run) as rec:
-                with rec.conversation("docs/a.md"):
-                    judge(model_server, learn_server)
+                with rec.conversation("docs/a.md") as seam:
+                    judge(model_server, learn_server, seam)
         finally:
             model_server.stop()
             learn_server.stop()
@@ -640,32 +657,30 @@ def test_rerecording_against_stand_ins_on_other_ports_is_byte_identical(tmp_path
     assert uris == {"http://127.0.0.1:8931/api/mcp", "http://127.0.0.1:8932/v1/messages"}
 
 
-def _transports() -> list[object]:
-    import httpx2
+def _library_classes() -> dict[tuple[type, str], object]:
+    """Every attribute of the transport and client classes of httpx and httpx2, as they are now."""
+    return {(cls, name): value for module in (httpx, httpx2)
+            for cls in (module.BaseTransport, module.HTTPTransport, module.AsyncHTTPTransport, module.Client, module.AsyncClient)
+            for name, value in vars(cls).items()}
 
-    return [httpx.HTTPTransport.__dict__["handle_request"], httpx.AsyncHTTPTransport.__dict__["handle_async_request"],
-            httpx2.HTTPTransport.__dict__["handle_request"], httpx2.AsyncHTTPTransport.__dict__["handle_async_request"]]
 
-
-def test_recorders_that_close_out_of_order_leave_httpx_and_httpx2_unpatched(tmp_path: Path, model: Server) -> None:
-    before = _transports()
-    first, second = HttpRecorder("record", tmp_path / "a"), HttpRecorder("replay", tmp_path / "b")
-    first.__enter__()
-    second.__enter__()
-    assert _transports() != before
-    first.__exit__(None, None, None)
-    assert all(now is not then for now, then in zip(_transports(), before))  # the second is still open
-    with pytest.raises(CassetteMiss):
-        httpx.get("http://judge-replay-no-such-host.invalid:9/")
-    second.__exit__(None, None, None)
-    assert _transports() == before
-    assert ask(sdk(model.url), "unpatched") and model.counter == 1
+def test_a_recording_patches_no_library_and_keeps_only_what_its_seams_carry(tmp_path: Path, model: Server) -> None:
+    before = _library_classes()
+    with HttpRecorder("record", tmp_path) as rec:
+        with rec.conversation("docs/a.md") as seam:
+            ask(sdk(model.url, seam=seam), "recorded")
+            assert _library_classes() == before
+            ask(sdk(model.url), "on its own transport")  # a client not built on the seam goes out unrecorded
+    assert _library_classes() == before
+    (kept,) = load_cassette(tmp_path / cassette_name("docs/a.md"))
+    assert json.loads(kept.request_body or "")["messages"][0]["content"] == "recorded"
+    assert model.counter == 2 and rec.stats.model_calls == 1
 
 
 def test_an_http_client_request_inside_a_conversation_is_not_recorded(tmp_path: Path, model: Server) -> None:
     with HttpRecorder("record", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            ask(sdk(model.url), "recorded")
+        with rec.conversation("docs/a.md") as seam:
+            ask(sdk(model.url, seam=seam), "recorded")
             body = json.dumps({"model": "claude-test", "max_tokens": 5, "messages": [{"role": "user", "content": "urllib"}]})
             request = urllib.request.Request(model.url + "/v1/messages", data=body.encode(), headers={"content-type": "application/json"})
             with urllib.request.urlopen(request, timeout=10) as reply:
@@ -688,7 +703,8 @@ def test_a_stock_vcrpy_cassette_with_gzip_bodies_loads_and_replays(tmp_path: Pat
     assert "content-encoding" not in loaded.response_headers
     model.stop()
     with HttpRecorder("replay", tmp_path / "run", rerecord_hint=HINT) as rec:
-        with rec.conversation("docs/a.md"):
+        with rec.conversation("docs/a.md") as seam:
+            client = client.with_options(http_client=anthropic.DefaultHttpxClient(transport=seam.transport(httpx2.HTTPTransport())))
             again = client.messages.create(model="claude-test", max_tokens=10, messages=[{"role": "user", "content": "zipped"}])
     assert again.content == answer.content and rec.unused() == {}
 
@@ -699,17 +715,16 @@ def test_pages_of_the_real_wire_are_stored_exactly_and_audited_as_page_text(tmp_
     from replay.cassettes.audit import audit_report
 
     pages = wire_pages()
-    client = httpx.Client(headers={"accept": "application/json, text/event-stream"})
-
-    def fetch(url: str, rpc_id: int) -> str:
+    def fetch(client: httpx.Client, url: str, rpc_id: int) -> str:
         body = {"jsonrpc": "2.0", "id": rpc_id, "method": "tools/call", "params": {"name": "microsoft_docs_fetch", "arguments": {"url": url}}}
         reply = client.post(learn_wire.url, json=body)
         data = next(line for line in reply.text.splitlines() if line.startswith("data:"))
         return json.loads(data[5:])["result"]["content"][0]["text"]  # type: ignore[no-any-return]
 
     with HttpRecorder("record", tmp_path) as rec:
-        with rec.conversation("docs/a.md"):
-            live = {url: fetch(url, n) for n, url in enumerate(pages, 1)}
+        with rec.conversation("docs/a.md") as seam:
+            client = learn_http(seam)
+            live = {url: fetch(client, url, n) for n, url in enumerate(pages, 1)}
     assert live == pages  # what the server sent, decoded
     stored = {call.arguments["url"]: call.text for call in learn_calls(load_cassette(tmp_path / cassette_name("docs/a.md")))}
     assert stored == pages  # byte for byte what was served: no example credential rewritten

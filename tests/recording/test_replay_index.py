@@ -19,7 +19,7 @@ from replay.cassettes.cassette import derived, load_cassette, save_cassette
 from replay.cassettes.cache import cache_folder, Cassette, entry_path
 from replay.cassettes.matching import canonical_request, results_differences, sent_form, sent_key
 from replay.recording.recorder import HttpRecorder
-from replay.recording.transport_patch import _Sent
+from replay.recording.transport import _Sent
 from replay.recording.tape import _Tape, _with_rpc_id
 from replay.analysis.verify import _fingerprint, _reproduced
 from replay.schema.results import FileResult
@@ -55,8 +55,8 @@ def test_exact_bytes_and_canonical_look_ups_share_the_recorded_order(tmp_path: P
     tape.load()
     taken = [tape.take_sent(_Sent("POST", MODEL, compact(body), httpx.Headers())) for body in (second, first, first)]
     assert [t[0] if t else None for t in taken] == [0, 1, None]  # the first of its canonical key, then the next
-    with HttpRecorder("replay", tmp_path) as rec, httpx.Client() as client:
-        with rec.conversation("docs/a.md"):
+    with HttpRecorder("replay", tmp_path) as rec:
+        with rec.conversation("docs/a.md") as seam, httpx.Client(transport=seam.transport(httpx.HTTPTransport())) as client:
             got = [post(client, MODEL, compact(second)).json()["answer"],
                    post(client, MODEL, json.dumps(first, indent=1).encode()).json()["answer"]]  # by canonical key
     assert got == ["one", "two"] and rec.unused() == {}
@@ -108,8 +108,8 @@ def test_a_learn_reply_is_played_with_the_requests_json_rpc_id(tmp_path: Path) -
     assert tape.answers[0].rpc_id == 3
     assert tape.answers[0].reply == _with_rpc_id(tape.recorded[0].response_body, 3).encode()  # made once
     body = recorded.request_body or ""
-    with HttpRecorder("replay", tmp_path) as rec, httpx.Client() as client:
-        with rec.conversation("docs/a.md"):
+    with HttpRecorder("replay", tmp_path) as rec:
+        with rec.conversation("docs/a.md") as seam, httpx.Client(transport=seam.transport(httpx.HTTPTransport())) as client:
             replies = [post(client, LEARN, body.replace('"id": 3', f'"id": {rpc_id}').encode())
                        for rpc_id in (3, 41, '"3"')]
             replies.append(post(client, LEARN, compact(json.loads(body))))  # the bytes our Learn client sends
@@ -122,8 +122,8 @@ def test_a_learn_request_found_by_its_bytes_is_answered_with_its_own_id(tmp_path
     takes the first of that key in recorded order, and is answered with its own id, 7."""
     first, second = (fetch_interaction("https://learn.microsoft.com/a", "# Page A", rpc_id=n) for n in (3, 7))
     save_cassette(tmp_path / cassette_name("docs/a.md"), [first, second])
-    with HttpRecorder("replay", tmp_path) as rec, httpx.Client() as client:
-        with rec.conversation("docs/a.md"):
+    with HttpRecorder("replay", tmp_path) as rec:
+        with rec.conversation("docs/a.md") as seam, httpx.Client(transport=seam.transport(httpx.HTTPTransport())) as client:
             replies = [post(client, LEARN, compact(json.loads(it.request_body or ""))) for it in (second, first)]
     ids = [json.loads(r.text.split("data: ", 1)[1].splitlines()[0])["id"] for r in replies]
     assert ids == [7, 3] and rec.unused() == {}
@@ -135,9 +135,9 @@ def test_a_conversations_tape_is_let_go_when_it_ends(tmp_path: Path) -> None:
     body = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}
     save_cassette(tmp_path / cassette_name("docs/a.md"),
                   [model_interaction(body, "one"), model_interaction({**body, "model": "other"}, "two")])
-    with HttpRecorder("replay", tmp_path) as rec, httpx.Client() as client:
-        with rec.conversation("docs/a.md"):
-            tape = rec._current.get()
+    with HttpRecorder("replay", tmp_path) as rec:
+        with rec.conversation("docs/a.md") as seam, httpx.Client(transport=seam.transport(httpx.HTTPTransport())) as client:
+            tape = seam.tape
             assert tape is not None
             gone = weakref.ref(tape)
             del tape

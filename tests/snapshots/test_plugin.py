@@ -527,3 +527,21 @@ def test_a_run_with_samples_fails_on_a_majority_change_or_a_stable_claim_unsettl
     result = project.runpytest("-vv")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*1 verdict flipped*", "*  docs/a.md:a-1  not_grounded → grounded*"])
+
+
+def test_the_plugin_registers_the_key_of_its_environment(project: pytest.Pytester,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A claim id holding the user's key (a run written before it was one) reaches no snapshot file and no
+    line of the summary."""
+    key = "sk-ant-api03-" + "Jq4tW8zLm2Rx7Vb9Nc3Kd6Hf1Gp5Ys0TuXeAoBiWv"
+    write_run(project.path / "runs" / "r1", results=r1_files(**{"a-1": {"id": f"a-{key}"}}))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    write_run(project.path / "runs" / "r1", results=r1_files(**{"a-1": {"id": f"a-{key}", "judge_verdict": "not_grounded"}}))
+    result = project.runpytest("-vv")
+    result.assert_outcomes(passed=1, failed=1)
+    written = "".join(p.read_text("utf-8") for p in (project.path / "snapshots").rglob("*") if p.is_file())
+    shown = result.stdout.str() + result.stderr.str()
+    assert "a-REDACTED" in written and "a-REDACTED" in shown
+    for text in (written, shown):
+        assert not [key[i:i + 12] for i in range(len(key) - 11) if key[i:i + 12] in text]

@@ -51,6 +51,7 @@ from replay.schema.flip_evidence import (
 )
 from replay.schema.flips import Flip, HeldClaim
 from replay.urls import page_name, page_names
+from replay.secrets.excerpts import clean, excerpt, first_difference
 
 NO_VERDICT = "no verdict"
 """How every output names the absence of a verdict (a failed or cut-off conversation)."""
@@ -145,15 +146,13 @@ def _search_reason(searches: Mapping[str, SearchResults]) -> str:
 
 
 def _clip(text: str, other: str | None = None, n: int = 70) -> str:
-    """A line cut to n characters; with `other`, starting a little before where the two lines differ."""
-    text = normalise_ws(text)
+    """A line cut to n characters; with `other`, starting a little before where the two lines differ (both
+    cleaned of secrets first: `secrets.excerpts`)."""
+    text = clean(normalise_ws(text))
     start = 0
     if other is not None:
-        other = normalise_ws(other)
-        first = next((i for i, (x, y) in enumerate(zip(text, other)) if x != y), min(len(text), len(other)))
-        start = max(0, first - 25)
-    cut = text[start:start + n]
-    return ("…" if start else "") + cut + ("…" if start + n < len(text) else "")
+        start = max(0, first_difference(text, clean(normalise_ws(other))) - 25)
+    return excerpt(text, n, start=start)
 
 
 def _path_reason(ta: ClaimTrace, tb: ClaimTrace) -> str:

@@ -5,14 +5,13 @@
 around it.
 
 With batches, every conversation still runs `judge_file` unchanged in its own thread; its anthropic
-client's transport (`_BatchedTransport`: an httpx2 `HTTPTransport` whose connection pool is the rounds)
-does not send a `POST /v1/messages` but hands the request's JSON body to `BatchRounds` and blocks. When
+client's transport (`_RoundsTransport`, wrapped in the conversation's recording transport) does not send a `POST /v1/messages` but hands the request's JSON body to `BatchRounds` and blocks. When
 every running conversation waits for the model, the rounds thread submits their requests as one batch
 (`custom_id`: the claims file and the turn), polls it with a progress line, reads the results and
-answers each waiting request with the result's `message` as a 200 JSON response. The recorder patches
-`HTTPTransport`, so it keeps each model exchange exactly as a direct call: request body = the entry's
+answers each waiting request with the result's `message` as a 200 JSON response. The recording
+transport around it keeps each model exchange exactly as a direct call: request body = the entry's
 `params`, response = its `message`; `--mode replay` replays the run with no batch at all. The batch
-traffic itself (create, polls, results) goes past the recorder (`_BatchApiTransport`), so no cassette
+traffic itself (create, polls, results) goes through a plain transport no recorder wraps, so no cassette
 and no counter holds it and replay never depends on how many polls a batch took; `run.json` keeps the
 batch ids (`batch_ids`).
 
@@ -34,7 +33,7 @@ anything is submitted; a request whose digest a journaled batch holds is answere
 
 `--max-cost` (`core.budget.CostBudget`): in batch mode each round's new requests are checked before their batch
 is created (`BatchRounds._within_budget`); in direct mode each model call, in its conversation's transport
-(`_BudgetedConnection`). A refused request is answered with a `max_cost_reached` error, its file's error.
+(`_BudgetTransport`). A refused request is answered with a `max_cost_reached` error, its file's error.
 """
 
 from __future__ import annotations
