@@ -146,7 +146,8 @@ def print_report(report: DriftReport) -> None:
             for c in (c for c in report.claims if c.status == status):
                 print_wrapped(console, f"{c.status}  {c.file}:{c.id}  {c.verdict or '-'}", _STYLE[c.status])
                 print_wrapped(console, f"page: {_short_url(c.evidence_url)}", indent=2, hang=4)
-                print_wrapped(console, _change(c).plain, indent=2, hang=4)
+                for n, part in enumerate(_change(c).plain.split("\n")):  # old, then `→ new` under it
+                    print_wrapped(console, part, indent=4 if n else 2, hang=4)
     intact: dict[str, int] = {}
     for c in report.claims:
         if c.status == "changed-quote-intact":
