@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from replay.cli._budget import budget_for
+from replay.cli._run_summary import summary
 from replay.core.cost import file_cost, format_usd, total_usd
 from replay.core.display import printable
 from replay.core.sample_results import split
@@ -22,8 +24,6 @@ def add_samples_command(more: int, *, run_dir: str | None, mode: str, mode_given
                         retry_failed: bool, out: str | None, progress: bool, batch: bool, resume: bool,
                         no_cache: bool, samples: int | None, max_cost: float | None) -> None:
     """Check the options that go with `--add-samples`, record the samples, print the summary."""
-    from replay.cli.judge import budget_for, summary
-
     if run_dir is None:
         raise UsageError("--add-samples N adds samples to a recorded run: give it with --run DIR")
     if more < 1:
