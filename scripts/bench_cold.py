@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _bench_runs import CLI, Measure, compiled, recorded_run, timed, workspace  # noqa: E402
+from _bench_runs import BENCH, CLI, Measure, compiled, recorded_run, timed, workspace  # noqa: E402
 
 COMMANDS: dict[str, tuple[list[str], tuple[str, ...], tuple[int, ...]]] = {
     # name: (arguments, what it reads besides the run folders' files, exit codes that are fine)
@@ -71,10 +71,10 @@ def _median(measures: list[Measure]) -> dict[str, float]:
             "cpu_s": round(statistics.median(m.cpu for m in measures), 3)}
 
 
-def bench(files: int, commands: list[str], repeat: int, jobs: int) -> dict[str, object]:
-    ws = workspace(files)
-    recorded_run(files, "before")
-    recorded_run(files, "after")
+def bench(files: int, commands: list[str], repeat: int, jobs: int, root: Path = BENCH) -> dict[str, object]:
+    ws = workspace(files, root)
+    recorded_run(files, "before", root)
+    recorded_run(files, "after", root)
     cache = ws / ".judge-replay" / "bench-cache"
     os.environ["JUDGE_REPLAY_CACHE_DIR"] = str(cache)
     out: dict[str, object] = {"files": files, "jobs": jobs, "repeat": repeat}
@@ -113,6 +113,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3, help="pairs of cold runs, and warm runs (default 3)")
     parser.add_argument("--jobs", type=int, default=None, help="jobs of the parallel cold runs (default: one per core)")
     parser.add_argument("--commands", default=",".join(COMMANDS), help=f"some of {','.join(COMMANDS)}")
+    parser.add_argument("--workdir", type=Path, default=BENCH,
+                        help="where the kb-<files> workspaces live (default .judge-replay/bench)")
     args = parser.parse_args(argv)
     commands = [c.strip() for c in args.commands.split(",") if c.strip()]
     if not commands or set(commands) - set(COMMANDS):
@@ -123,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.pop("JUDGE_REPLAY_NO_CACHE", None)
     compiled()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    result = bench(args.files, commands, args.repeat, jobs)
+    result = bench(args.files, commands, args.repeat, jobs, args.workdir)
     after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"load average (1 min) before and after: {load:.1f}, {after:.1f} on {os.cpu_count()} cores")
     print(json.dumps({**result, "load_before": round(load, 2), "load_after": round(after, 2)}))

@@ -95,6 +95,8 @@ def warm(paths: Iterable[Path], task: Task, *, tag: str, parser: Callable[[], st
 
 
 def _is_cold(path: Path, tag: str, parser: Callable[[], str]) -> bool:
+    """Whether the cassette's entry is missing or not for its bytes as they are now (the entry is looked
+    for first: a cold cassette is not hashed here)."""
     source = Cassette(path)
     if source.entries is None:  # no cache: nothing a worker could keep for the serial work
         return False
@@ -105,9 +107,11 @@ def _is_cold(path: Path, tag: str, parser: Callable[[], str]) -> bool:
 
 
 def _run(task: Task, paths: Sequence[Path], workers: int) -> None:
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
-                               initargs=(remembered(), private_folder()))
+    try:
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_start_worker, initargs=(remembered(), private_folder()))
+    except Exception:  # no process can be made here: the serial work parses them all
+        return
     try:
         # a few cassettes a task (fewer messages), in order; every result is waited for
         chunk = max(1, min(16, len(paths) // (workers * 4)))
