@@ -58,8 +58,8 @@ def _not_regular(mode: int) -> str | None:
     if stat.S_ISREG(mode):
         return None
     what = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
-            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
-    return f"is {what}, not a regular file: judge-replay reads regular files only"
+            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else None)
+    return f"is {what + ', not' if what else 'not'} a regular file: judge-replay reads regular files only"
 
 
 def _check(path: str | Path, st: os.stat_result, kind: Kind) -> None:
