@@ -86,6 +86,7 @@ SLOW = (
     "tests/test_docs.py::test_a_broken_link_or_anchor_fails_the_build",
     "tests/golden/test_golden_outputs.py::test_golden_output",
     "tests/test_acceptance.py",
+    "tests/cli/test_not_regular_files.py",
     "tests/judge/test_system_limits.py",
     "tests/judge/test_batches.py",
     "tests/learn/test_sessions.py",

@@ -47,6 +47,8 @@ LIMITS: dict[Kind, tuple[str, int]] = {
 a cassette of a conversation over real-size Learn pages is a few hundred KB; a results file about 3 KB per
 claim (1 GiB: some 300,000 claims)."""
 
+_PIECE = 1 << 20
+"""How much more is read at a time of a file larger than its size said."""
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 """Opened without waiting: a named pipe swapped in between the check and the open must not block."""
 
@@ -56,8 +58,8 @@ def _not_regular(mode: int) -> str | None:
     if stat.S_ISREG(mode):
         return None
     what = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
-            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
-    return f"is {what}, not a regular file: judge-replay reads regular files only"
+            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else None)
+    return f"is {what + ', not' if what else 'not'} a regular file: judge-replay reads regular files only"
 
 
 def _check(path: str | Path, st: os.stat_result, kind: Kind) -> None:
@@ -76,28 +78,43 @@ def _too_large(size: int | None, name: str, limit: int) -> str:
     return f"{said}, more than the {limit // MiB:,} MiB {name} may be: not read"
 
 
-def open_regular(path: str | Path, kind: Kind) -> BinaryIO:
-    """`path` opened for reading in binary, once it is known to be a regular file within `kind`'s limit
-    (InputError naming it otherwise; the OSError of a file that cannot be opened)."""
+def _open(path: str | Path, kind: Kind) -> tuple[int, os.stat_result]:
+    """A descriptor of `path` opened for reading, and its stat, once it is known to be a regular file
+    within `kind`'s limit (InputError naming it otherwise; the OSError of a file that cannot be opened)."""
     _check(path, os.stat(path), kind)  # before the open: opening some devices does something
     fd = os.open(path, os.O_RDONLY | _NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
     try:
-        _check(path, os.fstat(fd), kind)  # the file opened, which may not be the one checked
-        return os.fdopen(fd, "rb")
+        st = os.fstat(fd)
+        _check(path, st, kind)  # the file opened, which may not be the one checked
     except BaseException:
         os.close(fd)
         raise
+    return fd, st
+
+
+def open_regular(path: str | Path, kind: Kind) -> BinaryIO:
+    """`path` opened for reading in binary, once it is known to be a regular file within `kind`'s limit
+    (InputError naming it otherwise; the OSError of a file that cannot be opened)."""
+    fd, _ = _open(path, kind)
+    return os.fdopen(fd, "rb")
 
 
 def read_regular(path: str | Path, kind: Kind) -> bytes:
     """The bytes of a regular file within `kind`'s limit (see `open_regular`); never more than the limit
-    is read, whatever its size said."""
-    _, limit = LIMITS[kind]
-    with open_regular(path, kind) as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise InputError(path, _too_large(None, LIMITS[kind][0], limit))
-    return data
+    is read, whatever its size said (a file grown since, or one whose size says nothing, as in /proc)."""
+    name, limit = LIMITS[kind]
+    fd, st = _open(path, kind)
+    try:
+        pieces = [os.read(fd, st.st_size + 1)]  # the size it says, and a byte more to see whether it says all
+        read = len(pieces[0])
+        while pieces[-1] and read <= limit:  # to the end (a short read, a file grown since), up to the limit
+            pieces.append(os.read(fd, min(_PIECE, limit + 1 - read)))
+            read += len(pieces[-1])
+    finally:
+        os.close(fd)
+    if read > limit:
+        raise InputError(path, _too_large(None, name, limit))
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
 def read_regular_text(path: str | Path, kind: Kind, encoding: str = "utf-8-sig") -> str:
