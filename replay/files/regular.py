@@ -92,6 +92,18 @@ def _open(path: str | Path, kind: Kind) -> tuple[int, os.stat_result]:
     return fd, st
 
 
+def refuse_special(path: str | Path) -> None:
+    """InputError naming `path` when it is a named pipe, a device or a socket, for a reader that takes a
+    path that is not a file for a missing file: such a path is refused like any other read of it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    problem = None if stat.S_ISDIR(st.st_mode) else _not_regular(st.st_mode)
+    if problem is not None:
+        raise InputError(path, problem)
+
+
 def open_regular(path: str | Path, kind: Kind) -> BinaryIO:
     """`path` opened for reading in binary, once it is known to be a regular file within `kind`'s limit
     (InputError naming it otherwise; the OSError of a file that cannot be opened)."""

@@ -24,6 +24,7 @@ from replay.cassettes.matching import (
     sent_key,
 )
 from replay.errors import InputError
+from replay.files.regular import refuse_special
 
 if TYPE_CHECKING:
     pass
@@ -67,6 +68,7 @@ class _Tape:
 
     def load(self) -> None:
         if not self.path.is_file():
+            refuse_special(self.path)  # a pipe or a device where the cassette should be: one line, not "missing"
             self.file_missing = True
             self._recorded = []
             return
