@@ -37,9 +37,15 @@ def one_line(name: str) -> str:
 
 
 class ReplayError(Exception):
-    """Base of every error of ours; `main()` prints `str(err)` and exits with `exit_code`."""
+    """Base of every error of ours; `main()` prints its `lines` (each one line, data in it escaped) and
+    exits with `exit_code`. A message of several lines is given as several arguments, never with line
+    breaks in one: a line break inside a line is data (a file name) and is shown escaped."""
 
     exit_code = 2
+
+    def __init__(self, *lines: str) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
 
 
 class InputError(ReplayError):
@@ -91,7 +97,7 @@ class CassetteMiss(ReplayError):
         if detail:
             lines.append(f"  differs in: {detail}")
         lines.append(f"  to re-record: {rerecord}")
-        super().__init__("\n".join(lines))
+        super().__init__(*lines)
 
 
 class CheckFailed(ReplayError):

@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from replay.core.commands import Endpoints
 from replay.core.prices import Price, price_table
 from replay.errors import InputError, UsageError
 from replay.files.inputs import read_text
@@ -54,7 +55,7 @@ def find_pyproject(start: Path | None = None) -> Path | None:
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
+        if candidate.exists() and not candidate.is_dir():  # a pipe or a device: refused by its reader, not skipped
             return candidate
     return None
 
@@ -124,7 +125,7 @@ def load_settings(start: Path | None = None) -> tuple[dict[str, Any], Path | Non
         return {}, None
     path = Path(display_path(found))
     try:
-        data = tomllib.loads(read_text(path))
+        data = tomllib.loads(read_text(path, "settings"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(path, f"not valid TOML: {exc}") from exc
     tool = data.get("tool", {})
@@ -177,6 +178,14 @@ def setting(name: str, flag_value: Any, default: Any = None, start: Path | None 
         return from_environment
     settings, _ = load_settings(start)
     return settings.get(key, default)
+
+
+def given_endpoints(learn_url: str | None = None, anthropic_base_url: str | None = None) -> Endpoints:
+    """The endpoints in effect for this command as the user gave them: each flag's value if given, else its
+    environment variable, else the project setting; None where none says (a command printed from a run
+    then carries the run's own). What printed commands carry, so that they run as printed."""
+    return Endpoints(learn_url=setting("learn-url", learn_url),
+                     anthropic_base_url=setting("anthropic-base-url", anthropic_base_url))
 
 
 def setting_path(name: str, flag_value: str | Path | None) -> Path | None:

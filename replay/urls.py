@@ -93,3 +93,16 @@ def stored_endpoint(url: str, default_port: int) -> str:
     (`secrets.in_urls.scrub_text`: userinfo and credential query values `REDACTED`, so that replay asks for the
     URL the cassette holds), a loopback endpoint in the stand-ins' canonical form."""
     return canonical_endpoint(scrub_text(url), default_port)
+
+
+def as_given(text: str, learn_url: str | None, anthropic_base_url: str | None) -> str:
+    """`text` (a message we print, which may quote error texts a run stores) naming each stand-in endpoint
+    the way the user gave it rather than in its stored form (`stored_endpoint`: the default ports), so that
+    a message about a stand-in on another port names that port."""
+    for url, port in ((learn_url, LEARN_STAND_IN_PORT), (anthropic_base_url, MODEL_STAND_IN_PORT)):
+        if not url:
+            continue
+        stored, given = stored_endpoint(url, port), scrub_text(url).partition("#")[0]
+        if stored != given:
+            text = text.replace(stored, given)
+    return text

@@ -70,6 +70,8 @@ def best(args: list[str], ws: Path, repeat: int, ok_codes: tuple[int, ...] = (0,
 def bench_size(files: int, *, reuse: bool, repeat: int, commands: tuple[str, ...] = COMMANDS,
                root: Path = BENCH) -> dict[str, object]:
     ws = workspace(files, root)
+    # the parse cache inside the folder replay_cold empties (it lives in the user's cache folder otherwise)
+    os.environ["JUDGE_REPLAY_CACHE_DIR"] = str(ws / ".judge-replay" / "cache" / "parsed")
     t = time.perf_counter()
     if {"diff", "drift"} & set(commands):
         recorded_run(files, "after", root)  # kept between runs: only diff and drift read it

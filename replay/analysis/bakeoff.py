@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from replay.analysis.adjudication import adjudicate, run_claims
 from replay.analysis.bakeoff_results import Warn, _plan_writes, _results_to_write, _write_results
 from replay.cassettes.matching import results_differences
-from replay.core.commands import retry_failed_command
+from replay.core.commands import Endpoints, retry_failed_command
 from replay.core.cost import run_cost
 from replay.core.display import listed
 from replay.core.gate import Side, adoption_gate
@@ -32,6 +32,7 @@ from replay.schema.common import Verdict
 from replay.schema.gold import GoldSet
 from replay.schema.results import ClaimResult, ResultsFile
 from replay.schema.scores import GateDecision, Scores
+from replay.settings import given_endpoints
 
 if TYPE_CHECKING:  # the flip records are made only by a bake-off's flip analysis: `grade` imports this module
     from replay.schema.flips import FlipReport
@@ -109,9 +110,10 @@ class Bakeoff:
     written: list[Path] = field(default_factory=list)
 
 
-def rerecord_hint(label: str, run: Run | None, scores: Scores) -> str | None:
+def rerecord_hint(label: str, run: Run | None, scores: Scores, endpoints: Endpoints | None = None) -> str | None:
     """How to re-record the claims without a verdict (None when every claim has one): the `judge` command
-    when the results come from a run folder with a run.json, else which claims files of `label` failed."""
+    when the results come from a run folder with a run.json (with the endpoints the user gave, else
+    `settings.given_endpoints`), else which claims files of `label` failed."""
     files = {e.file for e in scores.errors if e.kind == "no_verdict"}
     if not files:
         return None
@@ -123,7 +125,8 @@ def rerecord_hint(label: str, run: Run | None, scores: Scores) -> str | None:
     hints = []
     if failed:
         kept = run.manifest.batch_ids is not None and journal_path(run.path).is_file()  # its batches: not paid again
-        hints.append(retry_failed_command(run.manifest, display_path(run.path), resume=kept))
+        hints.append(retry_failed_command(run.manifest, display_path(run.path), resume=kept,
+                                          endpoints=given_endpoints() if endpoints is None else endpoints))
     if files - judged:
         hints.append(f"{label} judged no claims file of {listed(sorted(files - judged))}: judge them into it, "
                      "or grade against a gold set of the files it judged")
@@ -200,10 +203,13 @@ def run_bakeoff(
     warn: Warn = lambda message: None,
     prices: Mapping[str, Price] = PRICES,
     required_stability: float = 0.95,
+    endpoints: Endpoints | None = None,
 ) -> Bakeoff:
     """Replay (or read) each run, write its `judge-bakeoff-results-<prompt>.json` into `out_dir` (None: no
     file is written anywhere), grade it against the gold set, gate each candidate against the baseline and
-    list the verdict flips between them."""
+    list the verdict flips between them. `endpoints`: those the user gave, which the commands it prints
+    carry (None: `settings.given_endpoints`)."""
+    endpoints = given_endpoints() if endpoints is None else endpoints
     if not candidates:
         raise UsageError("no candidate run: give --candidate RUN or set [tool.judge-replay] candidates")
     gold = load_gold(gold_path)
@@ -229,11 +235,12 @@ def run_bakeoff(
     for cand in versions[1:]:
         decision = adoption_gate(base.results, cand.results, gold,
                                  baseline_scores=base.scores, candidate_scores=cand.scores,
-                                 candidate_rerecord=rerecord_hint(cand.label, cand.run, cand.scores),
-                                 baseline_rerecord=rerecord_hint(base.label, base.run, base.scores),
+                                 candidate_rerecord=rerecord_hint(cand.label, cand.run, cand.scores, endpoints),
+                                 baseline_rerecord=rerecord_hint(base.label, base.run, base.scores, endpoints),
                                  claims_differ=base.run.claims_differing_from(cand.run, graded),
                                  required_stability=required_stability,
-                                 baseline_side=Side(base.label, base.cost_usd), candidate_side=Side(cand.label, cand.cost_usd))
+                                 baseline_side=Side(base.label, base.cost_usd, endpoints),
+                                 candidate_side=Side(cand.label, cand.cost_usd, endpoints))
         others = [v.run for v in versions if v is not base and v is not cand]
         gates.append(GateReport(base, cand, decision, *_flips(base, cand, gold, others)))
     return Bakeoff(gold_path, gold, versions, gates, notes, written)

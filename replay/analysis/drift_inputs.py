@@ -5,17 +5,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from replay.analysis.flip_inputs import claims_paths as run_claims_paths
+from replay.core.commands import Endpoints
 from replay.core.drift import ClaimEvidence, drift_report, evidence_url, rerecord_target
 from replay.runs.folder import Run
 from replay.schema.claims import Claim
 from replay.schema.drift import DriftReport
+from replay.settings import given_endpoints
 
 
 def run_drift(old_run: Run, new_run: Run, *, run_name: str, against_name: str,
               claims: Mapping[str, list[Claim]] | None = None, claims_paths: Mapping[str, str] | None = None,
-              today: str, outside_project: str | None = None, items: list[ClaimEvidence] | None = None) -> DriftReport:
+              today: str, outside_project: str | None = None, items: list[ClaimEvidence] | None = None,
+              endpoints: Endpoints | None = None) -> DriftReport:
     """The drift report of `old_run` against the pages of `new_run` (both run folders, read offline);
-    `items`: `drift_items(old_run, claims)`, when the caller has them."""
+    `items`: `drift_items(old_run, claims)`, when the caller has them. `endpoints`: what its re-record
+    command records against (`drift --live`: the Learn endpoint it fetched from; None: those the user
+    gave, `settings.given_endpoints`, else the old run's, with the report's note on `--pages-from`)."""
+    if endpoints is None:
+        endpoints = given_endpoints()
     items = items if items is not None else drift_items(old_run, claims or {})
     paths = {**run_claims_paths(old_run), **(claims_paths or {})}
     # the re-record fetches today's pages: never pinned to the pages the old run may have been served from
@@ -23,7 +30,7 @@ def run_drift(old_run: Run, new_run: Run, *, run_name: str, against_name: str,
     folder, note = rerecord_target(run_name, today, outside_project)
     return drift_report(
         run=run_name, against=against_name, items=items, old_pages=old_run.pages, new_pages=new_run.pages,
-        recorded_as=recorded_as, claims_paths=paths, rerecord_run=folder, rerecord_note=note,
+        recorded_as=recorded_as, claims_paths=paths, rerecord_run=folder, rerecord_note=note, endpoints=endpoints,
     )
 
 

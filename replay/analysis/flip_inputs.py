@@ -7,6 +7,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from replay.core.commands import Endpoints
 from replay.core.flips.inputs import Conversation, Key, PageRead, RunInput, SearchMade
 from replay.core.flips.repeats import ROLES, controlled_role, flipped_keys
 from replay.core.flips.report import confirm_commands, flip_report, gold_labels
@@ -20,6 +21,7 @@ from replay.schema.flips import ControlledRun, FlipReport
 from replay.schema.gold import GoldSet
 from replay.schema.pages import PageVersion
 from replay.schema.results import ResultRow
+from replay.settings import given_endpoints
 
 
 def _conversation(run: Run, file: str, reads: dict[PageVersion, PageRead]) -> Conversation | None:
@@ -219,7 +221,7 @@ def _given_role(x: RunInput, a: RunInput, b: RunInput, keys: Sequence[Key]) -> C
 def explain_flips(
     run_a: Run, run_b: Run, gold: GoldSet | Mapping[Key, str] | None = None, extra_runs: Sequence[Run] = (), *,
     discover: bool = True, claims: Sequence[ClaimsBatch] = (), confirm_parent: str | None = None,
-    text_only: bool = False, verify_siblings: bool = True,
+    text_only: bool = False, verify_siblings: bool = True, endpoints: Endpoints | None = None,
 ) -> FlipReport:
     """Explain every verdict flip from run A to run B (see `core.flips.report.flip_report`). Runs given in
     `extra_runs` are used as they are; sibling folders found by `discover_runs` only when they hold one
@@ -261,7 +263,8 @@ def explain_flips(
     report.controlled_runs += [role for *_, role in found]
     report.controlled_runs += not_used
     parent = confirm_parent if confirm_parent is not None else str(run_b.path.parent)
-    report.confirm_commands = confirm_commands(a, b, report, parent)
+    report.confirm_commands = confirm_commands(a, b, report, parent,
+                                               given_endpoints() if endpoints is None else endpoints)
     if confirm_parent is not None and report.confirm_commands:  # not siblings: `diff` is told where they are
         folders = [shlex.split(cmd)[shlex.split(cmd).index("--run") + 1] for cmd in report.confirm_commands]
         report.confirm_commands.append(shlex.join(["judge-replay", "diff", display_path(run_a.path), display_path(run_b.path),

@@ -21,7 +21,7 @@ def is_frozen(path: Path) -> bool:
     files = [path / RESULTS, path / MANIFEST] if path.is_dir() else [path]
     for p in files:
         if p.is_file():
-            data = read_json(p)
+            data = read_json(p, "run" if p.name == MANIFEST else "results")
             if isinstance(data, dict) and data.get("frozen") is True:
                 return True
     return False
@@ -57,7 +57,7 @@ def _set_frozen(targets: list[Path], frozen: bool) -> list[Path]:
     recorded over (the recorder reads results.json), and a second `--freeze` finishes it."""
     changed = []
     for p in targets:
-        data = read_json(p)
+        data = read_json(p, "run" if p.name == MANIFEST else "results")
         if not isinstance(data, dict) or (p.name != MANIFEST and "files" not in data):
             raise InputError(p, "cannot be frozen: only a results file with a 'files' list can carry "
                                 "\"frozen\": true (a bare list of per-file outputs cannot)")

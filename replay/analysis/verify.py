@@ -13,6 +13,7 @@ from replay.cassettes.cassette import CASSETTE_SUFFIX
 from replay.cassettes.matching import results_differences
 from replay.errors import CassetteMiss, ReplayError
 from replay.files.atomic import atomic_write_text
+from replay.files.regular import read_regular_text
 from replay.files.results import load_results
 from replay.judge.replaying import _run_claims, _run_prompt, replayed_run
 from replay.recording.recorder import recorders_created
@@ -59,9 +60,9 @@ def verified(run_dir: str | Path) -> VerifyReport:
     if mark is not None:
         path, inputs = mark
         try:
-            if path.read_text("utf-8") == inputs:
+            if read_regular_text(path, "receipt", "utf-8") == inputs:
                 return VerifyReport(str(run.path), [], cached=True)
-        except OSError:
+        except (OSError, ReplayError, UnicodeDecodeError):
             pass
     report = verify_run(run_dir)
     after = _verified_mark(run) if report.ok and mark is not None else None
@@ -99,7 +100,7 @@ def _verify(run: Run) -> VerifyReport:
         with recorders_created() as recorders, every_byte_hashed(), private_entries():
             replayed = replayed_run(run, use_receipt=False, batched=batched)
     except CassetteMiss as miss:
-        return VerifyReport(str(run.path), [f"{miss.claims_file}: the replay stopped: {line}" for line in str(miss).splitlines()[1:]])
+        return VerifyReport(str(run.path), [f"{miss.claims_file}: the replay stopped: {line}" for line in miss.lines[1:]])
     if not _reproduced(recorded, replayed.files()):  # say how: read the recorded results again
         problems.extend(results_differences(load_results(run.path).files, list(replayed.files())))
     recorder = next((r for r in recorders if r.mode == "replay"), None)

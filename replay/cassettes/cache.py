@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from replay.files.paths import resolved
+from replay.files.regular import open_regular
 from replay.secrets.registry import contains_secret, known
 from replay.cassettes.entry_format import decode, encode
 
@@ -142,7 +143,7 @@ class Cassette:
         if self._sha256 is None:
             stamp = self._stamp_path()
             if stamp is not None and not _every_byte[0]:
-                with open(self.path, "rb") as fh:  # open, then fstat: an NFS client revalidates on open
+                with open_regular(self.path, "cassette") as fh:  # open, then fstat: an NFS client revalidates on open
                     self._sha256 = _stamped_sha256(stamp, os.fstat(fh.fileno()))
             if self._sha256 is None:
                 self.raw()
@@ -153,7 +154,7 @@ class Cassette:
         """The file's bytes (read once); from then on `sha256` is theirs, and the stamp says so."""
         if self._raw is None:
             started = time.time_ns()
-            with open(self.path, "rb") as fh:
+            with open_regular(self.path, "cassette") as fh:  # a pipe, a device, a giant: refused
                 before = os.fstat(fh.fileno())
                 raw = fh.read()
                 after = os.fstat(fh.fileno())

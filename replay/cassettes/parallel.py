@@ -14,6 +14,9 @@ the same order. A worker that fails on a cassette (unreadable, malformed) leaves
 and says nothing: the serial work meets the same cassette and reports it as it always has (one line,
 the same exit code).
 
+The command line sets the jobs (`using_jobs`, from `--jobs` or the `jobs` setting; one per core by
+default); called as a library, outside such a block, nothing is started.
+
 Only what the parent finds cold goes to the pool (an entry's first line checked against the
 cassette's stamp: `entry_is_current`), and only when there are at least `MIN_COLD` such cassettes and
 more than one job: a warm cache costs a look at each entry's first line, and no process is started.
@@ -41,8 +44,8 @@ from replay.secrets.registry import remember, remembered
 MIN_COLD = 8
 """Fewer cold cassettes than this are parsed by the serial work itself (starting workers costs more)."""
 
-_jobs: list[int | None] = [None]
-"""The jobs set by `using_jobs` (None: one per core)."""
+_jobs: list[int] = [1]
+"""The jobs set by `using_jobs` (1 outside it: see `using_jobs`)."""
 
 
 def default_jobs() -> int:
@@ -54,15 +57,18 @@ def default_jobs() -> int:
 
 
 def jobs() -> int:
-    """How many processes parse cassettes at once: `using_jobs`'s, else one per core."""
-    return _jobs[0] or default_jobs()
+    """How many processes parse cassettes at once: `using_jobs`'s, else 1 (no worker)."""
+    return _jobs[0]
 
 
 @contextmanager
 def using_jobs(count: int | None) -> Iterator[None]:
-    """Within this block, `warm` uses `count` processes (None: one per core; 1: no worker at all)."""
+    """Within this block, `warm` uses `count` processes (None: one per core; 1: no worker at all). The
+    command line opens one around each command (`--jobs`); outside it, the library starts no process:
+    a worker imports the main module of the program that started it, and a script calling us without an
+    `if __name__ == "__main__":` guard would run again in each worker."""
     before = _jobs[0]
-    _jobs[0] = count
+    _jobs[0] = count or default_jobs()
     try:
         yield
     finally:
@@ -89,6 +95,8 @@ def warm(paths: Iterable[Path], task: Task, *, tag: str, parser: Callable[[], st
 
 
 def _is_cold(path: Path, tag: str, parser: Callable[[], str]) -> bool:
+    """Whether the cassette's entry is missing or not for its bytes as they are now (the entry is looked
+    for first: a cold cassette is not hashed here)."""
     source = Cassette(path)
     if source.entries is None:  # no cache: nothing a worker could keep for the serial work
         return False
@@ -99,9 +107,11 @@ def _is_cold(path: Path, tag: str, parser: Callable[[], str]) -> bool:
 
 
 def _run(task: Task, paths: Sequence[Path], workers: int) -> None:
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
-                               initargs=(remembered(), private_folder()))
+    try:
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_start_worker, initargs=(remembered(), private_folder()))
+    except Exception:  # no process can be made here: the serial work parses them all
+        return
     try:
         # a few cassettes a task (fewer messages), in order; every result is waited for
         chunk = max(1, min(16, len(paths) // (workers * 4)))

@@ -14,8 +14,10 @@ import click
 def emit_report(out: Path | None, text: str | None, print_rich: Callable[[TextIO], None]) -> None:
     """Print the report or write it to `out`. `text` is a machine form (JSON, markdown); None means the
     terminal form, which `print_rich` renders (into a buffer when it goes to a file)."""
+    from replay.core.display import printable
     from replay.files.atomic import atomic_write_text
     from replay.files.paths import display_path
+    from replay.secrets.registry import redact
 
     if text is None:
         if out is None:
@@ -26,9 +28,9 @@ def emit_report(out: Path | None, text: str | None, print_rich: Callable[[TextIO
         text = buffer.getvalue()
     if out is not None:
         atomic_write_text(out, text)
-        click.echo(f"wrote {display_path(out)}", err=True)
+        click.echo(f"wrote {printable(display_path(out))}", err=True)
     else:
-        click.echo(text, nl=False)
+        click.echo(redact(text), nl=False)  # a machine form quotes data as it is: the user's secrets removed
 
 
 def dash_is_stdout(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
@@ -59,13 +61,14 @@ def append_job_summary(markdown: Callable[[], str]) -> None:
     import os
 
     from replay.errors import InputError
+    from replay.secrets.registry import redact
 
     target = os.environ.get(SUMMARY_VARIABLE, "")
     if not target:
         return
     try:
         with open(target, "a", encoding="utf-8") as summary:
-            summary.write(markdown().rstrip("\n") + "\n\n")
+            summary.write(redact(markdown().rstrip("\n")) + "\n\n")
     except OSError as exc:
         raise InputError(target, f"{SUMMARY_VARIABLE}: cannot append the job summary ({exc.strerror or exc})") from exc
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from replay.cli._budget import budget_for
+from replay.cli._run_summary import summary
 from replay.core.cost import file_cost, format_usd, total_usd
 from replay.core.display import printable
 from replay.core.sample_results import split
@@ -22,8 +24,6 @@ def add_samples_command(more: int, *, run_dir: str | None, mode: str, mode_given
                         retry_failed: bool, out: str | None, progress: bool, batch: bool, resume: bool,
                         no_cache: bool, samples: int | None, max_cost: float | None) -> None:
     """Check the options that go with `--add-samples`, record the samples, print the summary."""
-    from replay.cli.judge import budget_for, summary
-
     if run_dir is None:
         raise UsageError("--add-samples N adds samples to a recorded run: give it with --run DIR")
     if more < 1:
@@ -45,7 +45,7 @@ def add_samples_command(more: int, *, run_dir: str | None, mode: str, mode_given
     from replay.judge.model_route import ModelRoute
     from replay.judge.more_samples import Given, added_samples
     from replay.runs.writer import recover
-    from replay.settings import setting
+    from replay.settings import given_endpoints, setting
 
     recover(Path(run_dir))
     manifest = Run(run_dir).manifest if (Path(run_dir) / MANIFEST).is_file() else None
@@ -55,8 +55,10 @@ def add_samples_command(more: int, *, run_dir: str | None, mode: str, mode_given
     cache = not no_cache and not (manifest is not None and manifest.cache is False)
     route = (ModelRoute.batched(run_dir, resume=resume, cache=cache, progress=progress, budget=budget) if batched
              else ModelRoute(cache=cache, budget=budget))
-    given = Given(prompt=prompt, claims=tuple(claims), model=model, learn_url=learn_url,
-                  anthropic_base_url=anthropic_base_url, pages_from=pages_from)
+    # the endpoints the user gives (flag, environment, setting), else the run's own
+    endpoints = given_endpoints(learn_url, anthropic_base_url)
+    given = Given(prompt=prompt, claims=tuple(claims), model=model, learn_url=endpoints.learn_url,
+                  anthropic_base_url=endpoints.anthropic_base_url, pages_from=pages_from)
     results = added_samples(run_dir, more, given, route=route, concurrency=int(setting("concurrency", concurrency, 4)),
                             progress=progress, force=force)
     route.finished([])

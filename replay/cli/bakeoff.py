@@ -16,7 +16,7 @@ from replay.errors import CheckFailed, UsageError
 from replay.files.json_text import dump_json
 from replay.files.paths import display_path
 from replay.reports.adjudication import adjudication_markdown
-from replay.reports.markdown import markdown_code, markdown_text
+from replay.reports.markdown import markdown_code, markdown_html, markdown_text
 from replay.reports.scores import (
     gate_lines,
     no_verdict_heading,
@@ -118,7 +118,7 @@ def bakeoff_markdown(b: Bakeoff) -> str:
         parts += ["", f"### {markdown_text(_flips_heading(g))}", ""]
         parts += [f"- {markdown_text(flip_line(f))}" for f in g.flips] or ["(none)"]
     for v in b.versions:
-        parts += ["", f"<details><summary>Disagreements of {markdown_text(v.prompt)} ({markdown_text(v.label)}) "
+        parts += ["", f"<details><summary>Disagreements of {markdown_html(v.prompt)} ({markdown_html(v.label)}) "
                       f"with the gold set: {len(v.scores.errors)}</summary>", "",
                   adjudication_markdown(v.scores.errors, "####"), "", "</details>"]
     return "\n".join(parts) + "\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,13 @@ from replay.core.cost import format_usd, run_cost
 from replay.core.display import printable
 from replay.core.prices import Price
 from replay.errors import CheckFailed, InputError
+from replay.files.regular import open_regular
+from replay.reports.fit import plain_columns, text_width
 from replay.runs.folder import Run, find_runs
 from replay.schema.manifest import RunStats
 from replay.schema.results import Usage
 from replay.settings import project_prices
+from replay.secrets.registry import redact
 
 
 @click.group("cassettes", epilog=examples("judge-replay cassettes audit cassettes       # any secret in any cassette?",
@@ -31,9 +35,12 @@ def command() -> None:
 @command.command("audit", epilog=examples("judge-replay cassettes audit cassettes tests/data/real-cassettes"))
 @click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False, path_type=Path))
 def audit(paths: tuple[Path, ...]) -> None:
-    """Scan cassettes (files or folders of *.yaml / *.json, ours or any vcrpy cassette) for secrets:
-    credential headers, API keys and tokens of common providers, JWTs, credentials in URLs, fields
-    named like secrets, also inside base64 or escaped text. Exit 1 if any is found.
+    """Scan every file under PATHS for secrets: cassettes (ours or any vcrpy cassette), run.json,
+    results.json, prompt.md, any other file as text. It looks for credential headers, API keys and
+    tokens of common providers, JWTs, credentials in URLs, fields named like secrets, in values and
+    names, comments and lines that do not parse, also inside base64, URL-encoded or escaped text.
+    Hidden folders (.git...) and pipes or devices are skipped and named. Exit 1 if any secret is found;
+    2 when nothing under PATHS could be read.
 
     A credential-shaped string inside the text of a public Learn page the cassette fetched (sample
     SAS URLs, example tokens in the docs) is listed apart, with its page: it is documentation, not a
@@ -41,8 +48,14 @@ def audit(paths: tuple[Path, ...]) -> None:
     from replay.cassettes.audit import audit_report
 
     report = audit_report(paths)
+    skipped = _skipped(report.hidden, report.special)
+    if skipped:
+        click.echo(f"judge-replay: skipped: {skipped}", err=True)
+    for problem in report.unparsed:
+        click.echo(f"judge-replay: read as text only: {printable(str(problem))}", err=True)
     if report.files == 0:
-        raise InputError(", ".join(str(p) for p in paths), "holds no YAML or JSON files to audit")
+        raise InputError(", ".join(str(p) for p in paths), "nothing the audit could read"
+                         + (" (only what is skipped above)" if skipped else " (no file)"))
     for finding in report.leaks:
         click.echo(printable(str(finding)))
     if report.in_pages:
@@ -56,7 +69,24 @@ def audit(paths: tuple[Path, ...]) -> None:
             f"{len(report.leaks)} secret(s) found in {files} of {report.files} file(s); "
             "remove them (re-save through judge-replay scrubs on write) and rotate the keys"
         )
-    click.echo(f"no secrets found in {report.cassettes} cassettes ({report.interactions} interactions)")
+    click.echo(f"no secrets found in {_counted(report.files, 'file')}: {_counted(report.cassettes, 'cassette')} "
+               f"({_counted(report.interactions, 'interaction')}), {_counted(report.data, 'other JSON or YAML file')}, "
+               f"{report.text} read as text")
+
+
+def _counted(n: int, what: str) -> str:
+    return f"{n:,} {what}{'' if n == 1 else 's'}"
+
+
+def _skipped(hidden: list[Path], special: list[Path]) -> str:
+    """What the audit did not read, named (the first three of each kind)."""
+    def named(paths: list[Path]) -> str:
+        shown = ", ".join(printable(str(p)) for p in paths[:3])
+        return shown + (f" and {len(paths) - 3:,} more" if len(paths) > 3 else "")
+
+    parts = ([f"{_counted(len(hidden), 'hidden folder')} ({named(hidden)})"] if hidden else [])
+    parts += [f"{len(special):,} that {'is' if len(special) == 1 else 'are'} not a regular file ({named(special)})"] if special else []
+    return ", ".join(parts)
 
 
 @command.command("verify", epilog=examples("judge-replay cassettes verify cassettes/v2-demo cassettes/v3-demo"))
@@ -112,7 +142,7 @@ def list_runs(root: Path | None, as_json: bool) -> None:
         except InputError as unreadable:
             broken.append(unreadable)
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(redact(json.dumps(rows, indent=2)))
     elif not rows:
         click.echo(f"no {'readable ' if broken else ''}runs under {printable(str(root))}")
     else:
@@ -139,9 +169,9 @@ def _table(rows: list[dict[str, Any]]) -> None:
         ]
         for r in rows
     ]
-    widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
-    for row in table:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    # fitted to the width: the columns in groups that each fit, every group led by the run (no cell cut)
+    for line in plain_columns(headers, table[1:], text_width(sys.stdout)):
+        click.echo(line)
 
 
 def _row(run: Run, prices: Mapping[str, Price]) -> dict[str, Any]:
@@ -174,7 +204,7 @@ def _count_interactions(path: Path) -> int:
     """Interactions in a vcrpy YAML cassette, without parsing it (each starts a `- request:` line); 0
     for a missing or unreadable file (`verify` is the command that checks cassettes)."""
     try:
-        with path.open("rb") as fh:
+        with open_regular(path, "cassette") as fh:
             return sum(1 for line in fh if line.startswith(b"- request:"))
-    except OSError:
+    except (OSError, InputError):
         return 0

@@ -16,6 +16,7 @@ from replay.core.flips.report import gold_labels
 from replay.errors import UsageError
 from replay.files.atomic import atomic_write_chunks
 from replay.files.inputs import load_claims, load_gold
+from replay.core.display import printable
 from replay.files.paths import display_path
 from replay.reports.fit import output_width
 from replay.reports.flips import json_pieces, render_text, write_text
@@ -24,6 +25,7 @@ from replay.reports.flips_markdown import markdown_pieces
 from replay.runs.folder import Run, new_runs_folder, warm_conversations
 from replay.runs.stand_in_notes import stand_in_notes
 from replay.settings import load_settings, setting
+from replay.secrets.registry import redact
 
 
 def _default_gold() -> Path | None:
@@ -112,7 +114,7 @@ def _diff(run_a: str, label_a: str, run_b: str, gold_path: str | None, fmt: str,
         pieces = {"json": json_pieces, "markdown": markdown_pieces, "html": html_pieces}[fmt](report)
     if out:
         atomic_write_chunks(out, pieces)
-        click.echo(f"wrote {out}: {len(report.flips)} flips of {report.paired} paired claims", err=True)
+        click.echo(f"wrote {printable(str(out))}: {len(report.flips)} flips of {report.paired} paired claims", err=True)
     else:
-        for piece in pieces:
-            click.echo(piece, nl=False)
+        for piece in pieces:  # whole lines: a secret is never split between two
+            click.echo(redact(piece), nl=False)

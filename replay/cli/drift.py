@@ -12,20 +12,23 @@ from rich.text import Text
 
 from replay.analysis.drift_inputs import drift_items, run_drift
 from replay.cli._jobs import jobs_option
+from replay.core.commands import Endpoints
 from replay.core.display import printable
 from replay.core.drift import AT_RISK_STATUSES, STATUS_ORDER, unchecked
 from replay.errors import CheckFailed, InputError, UsageError
 from replay.files.inputs import load_claims
 from replay.files.json_text import model_json_pieces
 from replay.judge.page_snapshot import record_page_snapshot
-from replay.reports.tables import console_for, print_table
+from replay.reports.fit import column_needs, spread
+from replay.reports.tables import console_for, print_command, print_table, print_wrapped
 from replay.runs.folder import Run, new_runs_folder, warm_conversations
 from replay.runs.page_store import cassettes_root, index_or_warn
 from replay.runs.stand_in_notes import stand_in_notes
 from replay.schema.claims import Claim
 from replay.schema.drift import DriftClaim, DriftReport
 from replay.schema.manifest import LEARN_MCP_URL
-from replay.settings import check_endpoint, setting
+from replay.settings import check_endpoint, given_endpoints, setting
+from replay.secrets.registry import redact
 
 _STYLE = {"page-gone": "bold red", "value-changed": "red", "quote-gone": "yellow", "unchecked": "magenta",
           "changed-quote-intact": "cyan", "no-page": "dim", "unchanged": "green"}
@@ -88,9 +91,11 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
     items = drift_items(old_run, overrides)
     old_run.forget_claims()  # the items hold what drift needs of them
     unknown = sorted({i.file for i in items if i.claim is None})
+    # the re-record judges the pages compared: --live's from the endpoint they were fetched from now
+    endpoints = Endpoints(endpoint, given_endpoints().anthropic_base_url) if live else None
     report = run_drift(old_run, new_run, run_name=run.rstrip("/"), against_name=against_name,
                        claims=overrides, claims_paths=override_paths, today=now.strftime("%Y%m%d"),
-                       outside_project=new_runs_folder(old_run), items=items)
+                       outside_project=new_runs_folder(old_run), items=items, endpoints=endpoints)
     del items
     if live:
         report.snapshot = against_name
@@ -102,7 +107,7 @@ def command(run: str, against: str | None, live: bool, learn_url: str | None, cl
                              "--claims PATH"), err=True)
     if as_json:
         for piece in model_json_pieces(report, "claims"):  # written as it is made: 5,000 claims are no one text
-            click.echo(piece, nl=False)
+            click.echo(redact(piece), nl=False)  # whole lines: a secret is never split between two
     else:
         print_report(report)
     if report.at_risk:
@@ -128,20 +133,27 @@ def print_report(report: DriftReport) -> None:
     counts = {s: sum(1 for c in report.claims if c.status == s) for s in STATUS_ORDER}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     for note in report.notes:
-        console.print(Text(printable(note), style="bold yellow"))
-    console.print(Text(printable(f"drift of {report.run} against {report.against}: "
-                                 f"{len(report.claims)} claims ({summary or 'none'})")))
+        print_wrapped(console, note, "bold yellow")
+    print_wrapped(console, f"drift of {report.run} against {report.against}: "
+                  f"{len(report.claims)} claims ({summary or 'none'})")
     if report.snapshot:
-        console.print(Text(printable(f"pages fetched now were recorded into {report.snapshot} (reuse it with --against)")))
+        print_wrapped(console, f"pages fetched now were recorded into {report.snapshot} (reuse it with --against)")
     table = claims_table(report)
-    if table.row_count:
+    if table.row_count and _whole_words_fit(report, console.width):
         print_table(console, table, soft_wrap=False)
+    elif table.row_count:  # too narrow for the table without breaking a claim id or a URL: one block per claim
+        for status in _LISTED:
+            for c in (c for c in report.claims if c.status == status):
+                print_wrapped(console, f"{c.status}  {c.file}:{c.id}  {c.verdict or '-'}", _STYLE[c.status])
+                print_wrapped(console, f"page: {_short_url(c.evidence_url)}", indent=2, hang=4)
+                for n, part in enumerate(_change(c).plain.split("\n")):  # old, then `→ new` under it
+                    print_wrapped(console, part, indent=4 if n else 2, hang=4)
     intact: dict[str, int] = {}
     for c in report.claims:
         if c.status == "changed-quote-intact":
             intact[_short_url(c.evidence_url)] = intact.get(_short_url(c.evidence_url), 0) + 1
     for url, n in sorted(intact.items()):
-        console.print(Text(printable(f"{n} claim(s) on {url}: page changed, their quote and values still there")))
+        print_wrapped(console, f"{n} claim(s) on {url}: page changed, their quote and values still there")
     no_page: dict[tuple[str, str], int] = {}
     for c in report.claims:
         if c.status == "no-page":
@@ -149,26 +161,26 @@ def print_report(report: DriftReport) -> None:
             no_page[key] = no_page.get(key, 0) + 1
     for (url, note), n in sorted(no_page.items()):
         where = f"on {url}" if url != "-" else "citing no page"
-        console.print(Text(printable(f"{n} claim(s) {where}: no page to compare, not at risk ({note})")), soft_wrap=True)
+        print_wrapped(console, f"{n} claim(s) {where}: no page to compare, not at risk ({note})")
     if counts["unchanged"]:
-        console.print(Text(f"{counts['unchanged']} claim(s) unchanged: their page is byte-for-byte the same"))
+        print_wrapped(console, f"{counts['unchanged']} claim(s) unchanged: their page is byte-for-byte the same")
     if not report.at_risk:
         if counts["unchecked"]:
-            console.print(Text(f"{counts['unchecked']} claim(s) not checked: the later run has no version of their page "
-                               "(its fetch failed, or it did not read the page); compare with a run that read it, or --live"))
+            print_wrapped(console, f"{counts['unchecked']} claim(s) not checked: the later run has no version of their "
+                          "page (its fetch failed, or it did not read the page); compare with a run that read it, or --live")
         else:
-            console.print(Text("nothing at risk: every verdict's evidence still says what it said"))
+            print_wrapped(console, "nothing at risk: every verdict's evidence still says what it said")
         return
     at_risk = ", ".join(f"{a['file']}:{a['id']}" for a in report.at_risk)
-    console.print(Text(printable(f"at risk ({len(report.at_risk)}): {at_risk}")))
-    console.print(Text("re-record only the affected claims files, then see which verdicts moved:"))
-    for cmd in report.rerecord_commands:
-        console.print(Text(printable(f"  {cmd}")), soft_wrap=True)
+    print_wrapped(console, f"at risk ({len(report.at_risk)}): {at_risk}")
+    print_wrapped(console, "re-record only the affected claims files, then see which verdicts moved:")
+    for cmd in report.rerecord_commands:  # wrapped with `\` continuations: each still pastes as one command
+        print_command(console, cmd)
     if report.rerecord_note:
-        console.print(Text(printable(f"({report.rerecord_note})")), soft_wrap=True)
-    console.print(Text(printable(f"(add --pages-from {shlex.quote(report.against)} to the judge command to judge on "
-                                 "exactly the pages compared here; check the new run later the same way: "
-                                 "judge-replay drift <new run> --against <later run>)")), soft_wrap=True)
+        print_wrapped(console, f"({report.rerecord_note})")
+    print_wrapped(console, f"(add --pages-from {shlex.quote(report.against)} to the judge command to judge on "
+                   "exactly the pages compared here; check the new run later the same way: "
+                   "judge-replay drift <new run> --against <later run>)")
 
 
 def _short_url(url: str | None) -> str:
@@ -204,6 +216,16 @@ def claims_table(report: DriftReport) -> Table:
         if group:
             table.add_section()
     return table
+
+
+def _whole_words_fit(report: DriftReport, width: int) -> bool:
+    """Whether the claims table fits `width` with no word of a cell broken (`fit.spread`)."""
+    listed = [c for c in report.claims if c.status in _LISTED]
+    columns = [["status", *(c.status for c in listed)], ["claim", *(printable(f"{c.file}:{c.id}") for c in listed)],
+               ["verdict", *(c.verdict or "-" for c in listed)],
+               ["page", *(printable(_short_url(c.evidence_url)) for c in listed)],
+               ["old → new", *(_change(c).plain for c in listed)]]
+    return spread(column_needs(columns), width) is not None
 
 
 def _change(c: DriftClaim) -> Text:

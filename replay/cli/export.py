@@ -38,6 +38,7 @@ def inspect_command(runs: tuple[Path, ...], gold_flag: Path | None, out_dir: Pat
     require_inspect()
     from replay.export.eval_log import eval_log, write_log
     from replay.files.inputs import load_gold
+    from replay.core.display import printable
     from replay.files.paths import display_path
     from replay.runs.folder import Run
     from replay.schema.gold import CompactGold
@@ -53,5 +54,5 @@ def inspect_command(runs: tuple[Path, ...], gold_flag: Path | None, out_dir: Pat
     for run in loaded:
         target = out_dir / f"{run.name}.eval"
         write_log(eval_log(run, gold, gold.name if gold else None), target)
-        click.echo(f"wrote {display_path(target)}")
-    click.echo(f"browse them: inspect view --log-dir {display_path(out_dir)}")
+        click.echo(f"wrote {printable(display_path(target))}")
+    click.echo(f"browse them: inspect view --log-dir {printable(display_path(out_dir))}")

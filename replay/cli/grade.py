@@ -36,13 +36,13 @@ from replay.reports.scores import (
     unstable_lines,
 )
 from replay.reports.tables import console_for, print_panels, print_wrapped
-from replay.runs.folder import MANIFEST, Run, warm_conversations
+from replay.runs.folder import Run, holds_manifest, warm_conversations
 from replay.runs.stand_in_notes import stand_in_notes_for, stand_ins_of
 from replay.schema.claims import AnyClaim
 from replay.schema.gold import CompactGold
 from replay.schema.results import CompactResults
 from replay.schema.scores import GateDecision, Scores
-from replay.settings import gate_stability, project_prices, setting, setting_path
+from replay.settings import gate_stability, given_endpoints, project_prices, setting, setting_path
 
 
 @dataclass
@@ -77,7 +77,7 @@ class Graded:
     @property
     def side(self) -> Side:
         """What the gate needs to say how to record more samples of these results."""
-        return Side(display_path(self.run.path) if self.run is not None else None, self.cost_usd)
+        return Side(display_path(self.run.path) if self.run is not None else None, self.cost_usd, given_endpoints())
 
     @property
     def cost(self) -> str:
@@ -100,7 +100,7 @@ def run_of(results_path: Path, run_flag: Path | None) -> Run | None:
     if run_flag is not None:
         return Run(run_flag)
     folder = results_path if results_path.is_dir() else results_path.parent
-    return Run(folder) if (folder / MANIFEST).is_file() else None
+    return Run(folder) if holds_manifest(folder) else None
 
 
 def grade_path(path: Path, gold: CompactGold, run: Run | None, extra_claims: Mapping[ClaimKey, AnyClaim],
@@ -246,7 +246,7 @@ def command(
     loaded = load_compact_results(results)  # a bad results file is reported before anything is changed
     if freeze is not None:
         for changed in set_frozen(results, freeze):
-            click.echo(f"{'froze' if freeze else 'unfroze'} {display_path(changed)}", err=True)
+            click.echo(f"{'froze' if freeze else 'unfroze'} {printable(display_path(changed))}", err=True)
     gold_path = setting_path("gold", gold_flag)
     if gold_path is None:
         if freeze is not None:

@@ -3,6 +3,8 @@ skeleton, settings, a snapshot test and a CI workflow). It never overwrites a fi
 
 from __future__ import annotations
 
+import shlex
+import sys
 import tomllib
 from pathlib import Path
 
@@ -12,7 +14,10 @@ from replay.cli._output import examples
 from replay.errors import InputError, UsageError
 from replay.files.atomic import atomic_write_text
 from replay.files.json_text import dump_json
+from replay.core.display import printable
 from replay.files.paths import display_path
+from replay.files.regular import read_regular_text
+from replay.reports.fit import text_width, wrap_command, wrap_words
 
 MODELS_URL = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/models"
 
@@ -133,7 +138,7 @@ def _pyproject(root: Path) -> str:
         name = root.resolve().name or "docs"
         return f'[project]\nname = "{name}-judge"\nversion = "0"\n' + SETTINGS + PYTEST_SETTINGS
     try:
-        text = path.read_text("utf-8")
+        text = read_regular_text(path, "settings", "utf-8")
         data = tomllib.loads(text)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError(path, f"cannot be read as TOML ({exc}): init adds its settings only to a valid file") from exc
@@ -161,9 +166,18 @@ def command(folder: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, text)
     atomic_write_text(root / "pyproject.toml", pyproject)
-    shown = display_path(root)
+    shown = printable(display_path(root))
     click.echo(f"judge-replay init: wrote {shown}")
     for path in [*files, root / "pyproject.toml"]:
-        click.echo(f"  {display_path(path)}")
-    click.echo("next: record a baseline and a candidate run (billed; or against the stand-ins, see "
-               "`judge-replay judge --help`), then `judge-replay bakeoff --check` and `pytest --snapshot-update`")
+        click.echo(f"  {printable(display_path(path))}")
+    width = text_width(sys.stdout)
+    steps = [*([f"cd {shlex.quote(shown)}"] if shown != "." else []),
+             "judge-replay judge --help   # record a baseline and a candidate run (billed, or against the stand-ins)",
+             "judge-replay bakeoff --check", "pytest --snapshot-update"]
+    click.echo("next, each command on its own line:")
+    for step in steps:  # a comment goes on a line of its own where the line would not fit
+        command, _, comment = step.partition("   # ")
+        if comment and len(step) + 2 > width:
+            click.echo("\n".join(f"  # {line}" for line in wrap_words(comment, width - 4, indent=0, hang=0)))
+            step = command
+        click.echo("\n".join(wrap_command(step, width, indent=2)))

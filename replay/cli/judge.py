@@ -3,28 +3,24 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Sequence
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
+from replay.cli._budget import budget_for
 from replay.cli._jobs import jobs_option
 from replay.cli._output import examples, no_dash
-from replay.core.budget import CostBudget
-from replay.core.commands import DEFAULT_MAX_TOKENS, judge_command, retry_failed_command
-from replay.core.cost import cost_line, file_cost, format_usd, total_usd
-from replay.core.sample_results import split
+from replay.cli._run_summary import summary
+from replay.core.commands import DEFAULT_MAX_TOKENS, Endpoints, judge_command, retry_failed_command
 from replay.core.display import printable
 from replay.errors import SystemFailed, UsageError
 from replay.runs.folder import Run
-from replay.schema.common import VERDICTS
 from replay.schema.manifest import LEARN_MCP_URL
-from replay.settings import check_endpoint, project_prices, setting
+from replay.settings import check_endpoint, setting
+from replay.reports.fit import fit_lines, text_width, wrap_command
+from replay.urls import as_given
 
-if TYPE_CHECKING:
-    from replay.judge.held import RunResults
 
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -206,8 +202,8 @@ def command(
                 prompt=str(prompt), claims=claims_paths, run=run_dir, mode=mode, model=model, learn_url=learn_url,
                 anthropic_base_url=anthropic_base_url, pages_from=pages_from, retry_failed=retry_failed,
                 samples=k, **route.command_choices())
-            click.echo("judge: the batches the journal holds are kept; to continue without paying for them again "
-                       f"(--batch --resume):\n  {printable(resume_command)}", err=True)
+            echo_fitted("judge: the batches the journal holds are kept; to continue without paying for them again "
+                        "(--batch --resume):", command=resume_command)
         raise
     if route is not None:
         route.finished([f.file for f in failed_files(results.files())])
@@ -219,7 +215,10 @@ def command(
         written.append(out)
     replayed_batch_run = mode == "replay" and run_dir is not None and Run(run_dir).manifest.batch_ids is not None
     batched = (route is not None and route.batch is not None) or replayed_batch_run
-    click.echo(summary(results, mode, written, results.header.stand_ins, batch=batched))
+    text = summary(results, mode, written, results.header.stand_ins, batch=batched)
+    # the failures it quotes name a stand-in as the user gave it (the run stores the canonical form)
+    text = as_given(text, learn_url, anthropic_base_url) if mode != "replay" else text
+    click.echo("\n".join(fit_lines(text, text_width(sys.stdout))))  # wrapped at words, nothing cut
     if budget is not None and budget.refused:
         click.echo(f"judge: {budget.refused}: the claims files it stopped are failed files of the run; raise "
                    "--max-cost to record them", err=True)
@@ -228,14 +227,22 @@ def command(
         if run_dir and mode == "record":
             m = Run(run_dir).manifest
             paths = [e.path for e in m.claims if e.file in {f.file for f in failed}]
-            retry = retry_failed_command(m, str(run_dir), learn_url=learn_url, anthropic_base_url=anthropic_base_url,
+            retry = retry_failed_command(m, str(run_dir), endpoints=Endpoints(learn_url, anthropic_base_url),
                                          batch=route is not None and route.batch is not None, no_cache=no_cache,
                                          max_cost=max_cost, resume=route is not None and route.command_choices()["resume"])
-            click.echo(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed ({', '.join(paths)}); the run keeps "
-                       f"what was recorded. To record just those again:\n  {printable(retry)}", err=True)
+            echo_fitted(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed ({', '.join(paths)}); "
+                        "the run keeps what was recorded. To record just those again:", command=retry)
         else:
             click.echo(f"{len(failed)} of {sum(1 for _ in results.files())} claims files failed", err=True)
         click.get_current_context().exit(1)
+
+
+def echo_fitted(text: str, *, command: str) -> None:
+    """A message on stderr wrapped at words to its width, then `command` on its own lines, wrapped with `\\`
+    continuations (`fit.wrap_command`): pasted into a shell, it is the command."""
+    width = text_width(sys.stderr)
+    click.echo("\n".join([*fit_lines(printable(text), width), *wrap_command(printable(command), width, indent=2)]),
+               err=True)
 
 
 def chosen_mode(mode: str | None, run_dir: str | None, *, recording_flags: dict[str, bool]) -> str:
@@ -253,76 +260,3 @@ def chosen_mode(mode: str | None, run_dir: str | None, *, recording_flags: dict[
            else "and no --run folder to replay")
     raise UsageError(f"no --mode given ({why}); nothing is billed unless you choose: {MODES_LISTED}; "
                      "or set JUDGE_REPLAY_MODE or [tool.judge-replay] mode")
-
-
-def budget_for(max_cost: float | None, model: str) -> CostBudget | None:
-    """`--max-cost`: the run's budget, priced by the project's table (a model with no price is refused)."""
-    if max_cost is None:
-        return None
-    try:
-        return CostBudget(max_cost, model, prices=project_prices())
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-
-
-def _cost_notes(mode: str, stand_ins: Sequence[str]) -> list[str]:
-    """What the cost line of `summary` rests on (`cost_line` adds the batch discount)."""
-    return (["recorded usage at current prices; replaying is free"] if mode == "replay" else []) + (
-        ["priced from the stand-in's token counts"] if "model" in stand_ins else [])
-
-
-def _difference(total: float | None, part: float | None) -> str:
-    """`total - part` in USD, as cost lines show it (unknown when either is)."""
-    return format_usd(None if total is None or part is None else round(total - part, 6))
-
-
-def summary(results: RunResults, mode: str, written: list[str], stand_ins: Sequence[str] = (), *,
-            batch: bool = False) -> str:
-    """A few lines a person reads at the end of a run (its files read once, one at a time)."""
-    prices = project_prices()
-    counts: Counter[str | None] = Counter()
-    files = claims = unverified = tokens_in = tokens_out = written_to_cache = read_from_cache = 0
-    costs: list[float | None] = []
-    first_costs: list[float | None] = []
-    failed: list[tuple[str, str]] = []
-    k = results.header.samples or 1
-    split_claims = 0
-    for f in results.files():
-        files += 1
-        claims += len(f.results)
-        counts.update(r.judge_verdict for r in f.results)
-        unverified += sum(1 for r in f.results if r.quote_verified is False)
-        if f.usage:
-            tokens_in += f.usage.total_input
-            tokens_out += f.usage.output_tokens
-            written_to_cache += f.usage.cache_creation_input_tokens
-            read_from_cache += f.usage.cache_read_input_tokens
-        costs.append(file_cost(f, results.header.model, batch=batch, prices=prices))
-        if k > 1:
-            first_costs.append(file_cost(split(f)[0], results.header.model, batch=batch, prices=prices))
-            split_claims += sum(1 for r in f.results if len(set(r.sample_verdicts())) > 1)
-        if f.error:
-            failed.append((f.file, f.error))
-    verdicts = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
-    no_verdict = counts.get(None, 0)
-    cache = (f" ({written_to_cache:,} written to the prompt cache, {read_from_cache:,} read from it)"
-             if written_to_cache or read_from_cache else "")
-    header = results.header
-    lines = [
-        f"judge {mode}: prompt {printable(header.prompt or '?')}, model {printable(header.model or '?')}",
-        f"  {files} file{'' if files == 1 else 's'}, {claims} claim{'' if claims == 1 else 's'}: {verdicts}"
-        + (f", {no_verdict} without a verdict" if no_verdict else ""),
-        f"  quotes not found in the fetched page: {unverified}",
-        f"  tokens: {tokens_in:,} in{cache}, {tokens_out:,} out",
-        "  " + cost_line(total_usd(costs), batch=batch, notes=_cost_notes(mode, stand_ins)),
-    ]
-    if k > 1:
-        lines.insert(2, f"  samples: {k} per claims file (verdicts above: each claim's majority); {split_claims} "
-                        f"claim(s) whose samples disagree")
-        lines.append(f"  the {k - 1} sample(s) beyond the first cost {_difference(total_usd(costs), total_usd(first_costs))}")
-    if stand_ins:
-        lines.append(f"  stand-ins (test equipment, not the real services): {', '.join(stand_ins)}")
-    for file, error in failed:
-        lines.append(f"  failed: {printable(file)}: {printable(error)}")
-    lines.append(f"  written: {', '.join(printable(str(Path(w))) for w in written)}" if written else "  written: nothing")
-    return "\n".join(lines)

@@ -84,11 +84,12 @@ def cli(no_derived_cache: bool) -> None:
         os.environ[OFF_VARIABLE] = "1"
 
 
-def _say(message: str) -> None:
-    """Print an error for the user: data in it (file names, reasons from files) shown, never obeyed."""
+def _say(*lines: str) -> None:
+    """Print an error for the user, each of its lines as one line: data in it (file names, reasons from
+    files, line breaks included) shown, never obeyed."""
     from replay.core.display import printable
 
-    click.echo(f"judge-replay: {printable(message)}", err=True)
+    click.echo("judge-replay: " + "\n".join(printable(line) for line in lines), err=True)
 
 
 def _first_line(text: str, limit: int = 300) -> str:
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = cli.main(args=argv, prog_name="judge-replay", standalone_mode=False)
     except ReplayError as err:
-        _say(str(err))
+        _say(*err.lines)
         return _exit_code(err)
     except (click.exceptions.Abort, KeyboardInterrupt):
         _say("interrupted")

@@ -7,16 +7,15 @@ import sys
 from collections.abc import Sequence
 
 import click
-from rich.markup import escape as rich_escape
-from rich.table import Table
 from rich.text import Text
 
 from replay.core.display import printable
 from replay.errors import UsageError
 from replay.files.json_text import dump_json
-from replay.reports.tables import console_for
+from replay.reports.tables import TextTable, console_for, print_wrapped
 from replay.runs.page_store import NoPageAnswer, PageRecord, PageStore, open_indexed_store
 from replay.runs.stand_in_notes import STAND_IN_LEARN_NOTE
+from replay.secrets.registry import redact
 
 _STORE_HELP = "Page store folder (default: [tool.judge-replay] page-store, else .judge-replay/pages)."
 _CASSETTES_HELP = "Folder of run folders to index first (default: [tool.judge-replay] cassettes, else cassettes/)."
@@ -50,26 +49,23 @@ def history(url: str, store: str | None, cassettes: str | None, as_json: bool) -
     notes = stand_in_notes([*versions, *no_page])
     shown_url = versions[0].url if versions else no_page[0].url
     if as_json:
-        click.echo(dump_json({"url": shown_url, "notes": notes, "versions": [_version_json(v) for v in versions],
-                              "no_page": [_no_page_json(a) for a in no_page]}), nl=False)
+        click.echo(redact(dump_json({"url": shown_url, "notes": notes, "versions": [_version_json(v) for v in versions],
+                                     "no_page": [_no_page_json(a) for a in no_page]})), nl=False)
         return
     console = console_for()
     for note in notes:
-        console.print(Text(printable(note), style="bold yellow"))
+        print_wrapped(console, note, "bold yellow")
     if versions:
-        table = Table(title=rich_escape(printable(f"{shown_url}: {len(versions)} recorded version(s)")),
-                      title_justify="left")
-        for name in ("hash", "first seen", "last seen", "runs", "size"):
-            table.add_column(name, justify="right" if name == "size" else "left", overflow="fold")
-        for v in versions:
-            table.add_row(v.short, Text(printable(v.first_seen)), Text(printable(v.last_seen)),
-                          Text(printable(", ".join(v.runs))), f"{v.size:,} B")
-        console.print(table)
+        # fitted to the width without breaking a hash, a time or a run's name (`TextTable`)
+        print_wrapped(console, f"{shown_url}: {len(versions)} recorded version(s)")
+        TextTable("", ["hash", "first seen", "last seen", "runs", "size"],
+                  [[v.short, v.first_seen, v.last_seen, ", ".join(v.runs), f"{v.size:,} B"] for v in versions],
+                  right_from=4).print(console)
     else:
-        console.print(Text(printable(f"{shown_url}: no recorded version (no run read a page there)")))
+        print_wrapped(console, f"{shown_url}: no recorded version (no run read a page there)")
     for a in no_page:
         when = a.first_seen if a.first_seen == a.last_seen else f"{a.first_seen} to {a.last_seen}"
-        console.print(Text(printable(f"{a.meaning}: {', '.join(a.runs)} ({when})")), soft_wrap=True)
+        print_wrapped(console, f"{a.meaning}: {', '.join(a.runs)} ({when})")
 
 
 @command.command("diff", epilog=f"\b\nExample (the change between two given versions):\n"
@@ -117,8 +113,8 @@ def _known_versions(page_store: PageStore, url: str) -> list[PageRecord]:
     if versions:
         return versions
     known = page_store.urls()
-    listing = "\n".join(f"  {printable(u)}" for u in known) if known else "  (none: no run under the cassettes folder read a page)"
-    raise UsageError(f"no recorded version of {printable(url)}; the page store knows:\n{listing}")
+    listing = [f"  {u}" for u in known] if known else ["  (none: no run under the cassettes folder read a page)"]
+    raise UsageError(f"no recorded version of {url}; the page store knows:", *listing)
 
 
 def _version_json(v: PageRecord) -> dict[str, object]:

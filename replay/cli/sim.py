@@ -45,7 +45,10 @@ def _port_error(port: int, exc: OSError) -> UsageError:
 
 
 def _log(line: str) -> None:
-    click.echo(line, err=True)
+    """A stand-in's log line: what a client sent is in it, shown escaped."""
+    from replay.core.display import printable
+
+    click.echo(printable(line), err=True)
 
 
 _VERBOSE = click.option("--verbose", is_flag=True, help="Log one line per request on stderr.")

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from replay.core.commands import rerecord_command
+from replay.core.commands import NO_ENDPOINTS, Endpoints, rerecord_command
 from replay.core.page_lines import (
     _claim_values,
     _claim_words,
@@ -276,11 +276,14 @@ def drift_report(
     claims_paths: Mapping[str, str],
     rerecord_run: str,
     rerecord_note: str | None = None,
+    endpoints: Endpoints = NO_ENDPOINTS,
 ) -> DriftReport:
     """Drift of every claim of a run. Pages are keyed by normalised URL (as `Run.pages` is);
     `claims_paths` maps a claims batch's `file` to its claims file path, and `recorded_as` is the run's
     manifest, for the command that re-records the files at risk the way the run was recorded (into
-    `rerecord_run`; `rerecord_note` says what that folder is, see `rerecord_target`)."""
+    `rerecord_run`; `rerecord_note` says what that folder is, see `rerecord_target`), at `endpoints`: where
+    the later pages came from and the model endpoint the user gave (the run's own where None). The command
+    never pins the run's own pages (its `--pages-from`): it is meant to judge the later ones."""
     keys = [normalise_learn_url(item.evidence_url) if item.evidence_url else "" for item in items]
     found: dict[int, DriftClaim] = {}
     for i in sorted(range(len(items)), key=keys.__getitem__):  # page by page (what each page's caches serve)
@@ -292,7 +295,7 @@ def drift_report(
     commands = []
     if files:
         paths = [claims_paths.get(f, f"<claims file of {f}>") for f in files]
-        commands = [rerecord_command(recorded_as, paths, rerecord_run),
+        commands = [rerecord_command(recorded_as, paths, rerecord_run, endpoints=endpoints, recorded_pages=False),
                     shlex.join(["judge-replay", "diff", run, rerecord_run])]
     return DriftReport(run=run, against=against, claims=claims, at_risk=at_risk, rerecord_commands=commands,
                        rerecord_note=rerecord_note if commands else None, pages=_pages(claims))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from itertools import repeat, starmap
 from math import comb, floor
 
-from replay.core.commands import add_samples_command
+from replay.core.commands import NO_ENDPOINTS, Endpoints, add_samples_command
 from replay.core.grading import Gold, Outcome, Results, claim_outcome, pair_claims, ratio
 from replay.core.model_noise import RESAMPLES as NOISE_RESAMPLES
 from replay.core.model_noise import settle_target, side_outcomes, stability
@@ -182,6 +182,8 @@ class Side:
 
     run: str | None = None
     cost_usd: float | None = None
+    endpoints: Endpoints = NO_ENDPOINTS
+    """The endpoints the user gave (`core.commands.Endpoints`), for the commands that record more samples."""
 
 
 def adoption_gate(
@@ -306,7 +308,7 @@ def model_noise(
     for who, side, k in (("baseline", sides[0], ks["baseline"]), ("candidate", sides[1], ks["candidate"])):
         if k >= goal:
             continue
-        settle.append(add_samples_command(side.run, goal - k) if side.run else
+        settle.append(add_samples_command(side.run, goal - k, endpoints=side.endpoints) if side.run else
                       f"record {goal - k} more samples of the {who} (its results are not a run folder, so the "
                       "command is not known)")
         costs.append(None if side.cost_usd is None else side.cost_usd / k * (goal - k))

@@ -9,18 +9,19 @@ from pydantic import BaseModel, ValidationError
 
 from replay.errors import InputError
 from replay.files.json_text import parse_json
+from replay.files.regular import Kind, read_regular_text
 from replay.schema.claims import ClaimsBatch
 from replay.schema.gold import GoldSet
 
 M = TypeVar("M", bound=BaseModel)
 
 
-def read_text(path: str | Path) -> str:
-    """A UTF-8 text file users give us (a BOM allowed); missing, a folder, not UTF-8 or unreadable is an
-    InputError naming it."""
+def read_text(path: str | Path, kind: Kind = "file") -> str:
+    """A UTF-8 text file users give us (a BOM allowed); missing, a folder, not a regular file, larger than
+    `kind` may be (`files.regular`), not UTF-8 or unreadable is an InputError naming it."""
     path = Path(path)
     try:
-        return path.read_text("utf-8-sig")
+        return read_regular_text(path, kind)
     except (OSError, UnicodeDecodeError) as exc:
         raise reading_error(path, exc) from exc
 
@@ -36,9 +37,9 @@ def reading_error(path: str | Path, exc: OSError | UnicodeDecodeError, what: str
     return InputError(path, f"cannot read ({exc.strerror or exc})")
 
 
-def read_json(path: str | Path) -> Any:
+def read_json(path: str | Path, kind: Kind = "file") -> Any:
     """Parse a JSON file (`read_text`, then `parse_json`); every problem is an InputError naming it."""
-    return parse_json(read_text(path), path)
+    return parse_json(read_text(path, kind), path)
 
 
 def validate(path: str | Path, model: type[M], data: Any, what: str, at: tuple[str | int, ...] = ()) -> M:
@@ -58,7 +59,8 @@ def claims_paths(paths: list[str | Path]) -> list[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found = sorted(q for q in p.rglob("*.json") if q.is_file())
+            # a pipe or a device among them is read, and refused: never a claims file silently left out
+            found = sorted(q for q in p.rglob("*.json") if q.exists() and not q.is_dir())
             dangling = sorted(q for q in p.rglob("*.json") if q.is_symlink() and not q.exists())
             if dangling:  # a claims file the run would silently go without
                 raise InputError(dangling[0], "is a symbolic link to nothing: restore what it points to, or remove it")
@@ -73,7 +75,7 @@ def claims_paths(paths: list[str | Path]) -> list[Path]:
 
 
 def load_claims_batch(path: str | Path) -> ClaimsBatch:
-    batch = validate(path, ClaimsBatch, read_json(path), "claims file")
+    batch = validate(path, ClaimsBatch, read_json(path, "claims"), "claims file")
     seen: set[str] = set()
     for claim in batch.claims:
         if claim.id in seen:
@@ -94,7 +96,7 @@ def load_claims(paths: list[str | Path]) -> list[tuple[Path, ClaimsBatch]]:
 
 
 def load_gold(path: str | Path) -> GoldSet:
-    gold = validate(path, GoldSet, read_json(path), "gold set")
+    gold = validate(path, GoldSet, read_json(path, "gold"), "gold set")
     if not gold.items:
         raise InputError(path, "the gold set has no items: nothing to grade against")
     seen: set[tuple[str, str]] = set()

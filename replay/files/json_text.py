@@ -11,19 +11,19 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_json
 
-from replay.core.display import _CONTROL
+from replay.core.display import _IN_BLOCK
 from replay.errors import InputError
 from replay.secrets.excerpts import excerpt
 
 
 def dump_json(data: Any) -> str:
     """Our JSON style for files people read and diff, and for every JSON we print: 2-space indent, UTF-8
-    (ordinary non-ASCII text as is), trailing newline, and terminal-safe: the characters `printable`
-    escapes (C0/C1 controls, bidi overrides, lone surrogates) written as `\\uXXXX` escapes. Those can only
+    (ordinary non-ASCII text as is), trailing newline, and terminal-safe: the characters
+    `printable_block` escapes (C0/C1 controls, bidi overrides, lone surrogates) written as `\\uXXXX` escapes. Those can only
     occur inside JSON strings, where the escape means the same character, so the JSON is unchanged.
     NaN and Infinity, which are not JSON, raise ValueError: no file of ours may hold what cannot be read."""
     text = indented_json(data, allow_nan=False)
-    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+    return _IN_BLOCK.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 def dump_json_pieces(data: dict[str, Any], key: str, items: Iterable[Any]) -> Iterator[str]:

@@ -62,7 +62,7 @@ def load_results(path: str | Path) -> ResultsFile:
     p = results_json_path(path)
     if Path(path).is_dir() and not p.exists():
         raise InputError(path, "run folder has no results.json")
-    return parse_results(p, read_json(p))
+    return parse_results(p, read_json(p, "results"))
 
 
 def load_compact_results(path: str | Path) -> CompactResults:
@@ -71,7 +71,7 @@ def load_compact_results(path: str | Path) -> CompactResults:
     p = results_json_path(path)
     if Path(path).is_dir() and not p.exists():
         raise InputError(path, "run folder has no results.json")
-    text = read_text(p)
+    text = read_text(p, "results")
     streamed = _compact_results_streamed(p, text)  # the common shape, read one claims file at a time
     if streamed is not None:
         return streamed

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from replay.cassettes.cassette import load_cassette
-from replay.core.commands import LEGACY_MAX_TOKENS, add_samples_command
+from replay.core.commands import LEGACY_MAX_TOKENS, Endpoints, add_samples_command
 from replay.core.cost import costed, total_usd
 from replay.core.sample_results import combined, split
 from replay.errors import UsageError
@@ -30,7 +30,7 @@ from replay.runs.writer import RunFolderWriter, recover
 from replay.schema.manifest import RunManifest
 from replay.schema.results import FileResult, ResultsFile
 from replay.settings import project_prices
-from replay.urls import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT, stored_endpoint
+from replay.urls import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT, as_given, stored_endpoint
 
 if TYPE_CHECKING:
     from replay.judge.model_route import ModelRoute
@@ -114,7 +114,7 @@ def added_samples(run_dir: str | Path, more: int, given: Given, *, route: ModelR
     key = _api_key(api_key, base_url)
     recorded = m.sample_count
     new = range(recorded + 1, recorded + more + 1)
-    hint = add_samples_command(str(run_dir), more)
+    hint = add_samples_command(str(run_dir), more, endpoints=Endpoints(given.learn_url, given.anthropic_base_url))
 
     stand_ins: set[str] = set()
     if pages_run is None:
@@ -143,7 +143,7 @@ def added_samples(run_dir: str | Path, more: int, given: Given, *, route: ModelR
                                 max_tokens=m.max_tokens or LEGACY_MAX_TOKENS, stand_ins=stand_ins, route=route,
                                 samples=new)
         resumable = route is not None and route.command_choices()["resume"]
-        _refuse_all_failed(judged, hint, resumable=resumable)
+        _refuse_all_failed(judged, hint, resumable=resumable, shown=lambda text: as_given(text, learn_url, base_url))
         batched = route is not None and route.batch is not None
         old = {f.file: f for f in run.results.files}
         samples = recorded + more

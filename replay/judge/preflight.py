@@ -116,7 +116,7 @@ def _refuse_frozen(run_dir: Path, force: bool) -> bool:
     for name in (MANIFEST, RESULTS):
         path = run_dir / name
         if path.is_file():
-            data = read_json(path)
+            data = read_json(path, "run" if name == MANIFEST else "results")
             if isinstance(data, dict) and data.get("frozen") is True:
                 if force:
                     return True

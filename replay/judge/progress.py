@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import textwrap
 from typing import TextIO
 
 from rich.console import Console
@@ -56,9 +58,14 @@ class RunProgress:
             self._bar.update(self._task, completed=self.files_done, claims=self.claims_done, tokens=self.tokens)
             return
         status = f"failed: {printable(result.error)}" if result.error else f"{len(result.results)} claims"
-        print(
-            f"[{self.files_done}/{self.total_files}] {printable(result.file)}: {status} "
-            f"({self.claims_done}/{self.total_claims} claims, {self.tokens:,} tokens)",
-            file=self.stream,
-            flush=True,
-        )
+        line = (f"[{self.files_done}/{self.total_files}] {printable(result.file)}: {status} "
+                f"({self.claims_done}/{self.total_claims} claims, {self.tokens:,} tokens)")
+        # wrapped at spaces to the width (COLUMNS, else 80 as any piped output), no word or number cut
+        print("\n".join(textwrap.wrap(line, _width(), subsequent_indent="    ", break_long_words=False,
+                                       break_on_hyphens=False)), file=self.stream, flush=True)
+
+
+def _width() -> int:
+    """The columns progress lines are wrapped at: COLUMNS when a whole number (at least 30), else 80."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    return max(30, int(columns)) if columns.isdigit() else 80

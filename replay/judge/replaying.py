@@ -14,6 +14,7 @@ from replay.core.sample_results import combined
 from replay.errors import InputError
 from replay.files.inputs import load_claims_batch
 from replay.files.paths import portable_path
+from replay.files.regular import read_regular
 from replay.files.results import load_compact_results
 from replay.judge.progress import RunProgress
 from replay.learn.sessions import LearnSessions
@@ -23,7 +24,7 @@ from replay.runs.receipts import receipt_for
 from replay.runs.writer import reading
 from replay.schema.manifest import ClaimsFileEntry
 from replay.schema.results import FileResult, HeldFiles, ResultsFile
-from replay.settings import project_prices
+from replay.settings import given_endpoints, project_prices
 from replay.urls import LEARN_STAND_IN_PORT
 
 if TYPE_CHECKING:
@@ -92,8 +93,10 @@ def _replay_in_full(run: Run, prompt: Prompt, batches: list[tuple[Path, HeldClai
     m = run.manifest
     warm_replay_indexes(run.cassette_path(batch.file, sample) for _, batch in batches
                         for sample in range(1, m.sample_count + 1))
+    given = given_endpoints()  # the command to re-record records against the endpoints the user gives
     rerecord = judge_command(prompt=prompt.name, claims=[portable_path(p) for p, _ in batches], run=str(run.path),
-                             model=m.model, learn_url=m.learn_url, anthropic_base_url=m.anthropic_base_url,
+                             model=m.model, learn_url=given.learn_url or m.learn_url,
+                             anthropic_base_url=given.anthropic_base_url or m.anthropic_base_url,
                              pages_from=m.pages_from, batch=m.batch_ids is not None, no_cache=m.cache is False,
                              max_cost=m.max_cost_usd, samples=m.sample_count,
                              max_tokens=(m.max_tokens or LEGACY_MAX_TOKENS) if (m.max_tokens or LEGACY_MAX_TOKENS)
@@ -185,11 +188,11 @@ def _claims_entry(path: Path, batch: HeldClaims, samples: int = 1) -> ClaimsFile
 
 
 def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(read_regular(path, "claims")).hexdigest()
 
 
 def _same_but_line_ends(path: Path, recorded: str) -> bool:
     """Whether the file is the one recorded with its line ends converted (a checkout with Git's
     `core.autocrlf`, the default on Windows, writes CRLF): the same JSON, the same claims."""
-    lf = path.read_bytes().replace(b"\r\n", b"\n")
+    lf = read_regular(path, "claims").replace(b"\r\n", b"\n")
     return recorded in (hashlib.sha256(lf).hexdigest(), hashlib.sha256(lf.replace(b"\n", b"\r\n")).hexdigest())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from datetime import datetime, timezone
 from importlib import metadata
@@ -31,6 +31,7 @@ from replay.schema.manifest import LEARN_MCP_URL, RunManifest, RunStats
 from replay.schema.results import FileResult, HeldFiles, ResultsFile
 from replay.secrets import registry as _secrets
 from replay.secrets.environment import remember_environment
+from replay.secrets.in_urls import scrub_url
 from replay.settings import project_prices
 from replay.urls import LEARN_STAND_IN_PORT, MODEL_STAND_IN_PORT
 
@@ -46,7 +47,7 @@ from replay.judge.preflight import (
     _refuse_to_drop_cassettes,
 )
 from replay.judge.replaying import _claims_entry, _replay, _run_claims, _run_prompt, _sha256_file, replayed_run
-from replay.urls import stored_endpoint
+from replay.urls import as_given, stored_endpoint
 
 _VERSIONED = ("judge-replay", "anthropic", "httpx", "httpx2", "vcrpy")
 
@@ -175,7 +176,8 @@ def judged_run(
         previous_batch_ids = Run(run_dir).manifest.batch_ids if kept and run_dir is not None else None
         kept_batched = previous_batch_ids is not None
         resumable = route is not None and route.command_choices()["resume"]
-        _refuse_all_failed(judged, rerecord_command(), resumable=resumable)
+        _refuse_all_failed(judged, rerecord_command(), resumable=resumable,
+                           shown=lambda text: as_given(text, learn_url, anthropic_base_url))
         recorded_at = _recorded_at()
 
         def files() -> Iterator[FileResult]:
@@ -262,19 +264,21 @@ def _remember_secrets(api_key: str | None, *urls: str | None) -> None:
         _secrets.remember_url(url)
 
 
-def _refuse_all_failed(judged: HeldFiles, rerecord: str, *, resumable: bool = False) -> None:
+def _refuse_all_failed(judged: HeldFiles, rerecord: str, *, resumable: bool = False,
+                       shown: Callable[[str], str] = str) -> None:
     """A recording where no claim got a verdict (every file failed, as a whole or claim by claim) is not
-    a run: RecordingFailed, nothing written (`resumable`: the batches it submitted are journaled)."""
+    a run: RecordingFailed, nothing written (`resumable`: the batches it submitted are journaled; `shown`:
+    the failures' texts as the user reads them, `urls.as_given`)."""
     from replay.judge.answers import NO_VERDICT
     if judged and not any(r.judge_verdict is not None for f in judged for r in f.results):
         reasons = sorted({f.error or next((r.error for r in f.results if r.error), "") or NO_VERDICT for f in judged})
         raise RecordingFailed(
             f"every conversation failed ({len(judged)} of {len(judged)} claims files), so no run was written: "
-            + "; ".join(_secrets.redact(r) for r in reasons[:3])
-            + ("; ..." if len(reasons) > 3 else "")
-            + ("\n  the batches submitted so far are kept: --batch --resume answers from them, nothing is paid twice"
-               if resumable else "")
-            + f"\n  to try again: {rerecord}"
+            + "; ".join(shown(_secrets.redact(r)) for r in reasons[:3])
+            + ("; ..." if len(reasons) > 3 else ""),
+            *(["  the batches submitted so far are kept: --batch --resume answers from them, nothing is paid twice"]
+              if resumable else []),
+            f"  to try again: {rerecord}",
         )
 
 
@@ -295,15 +299,14 @@ def _kept_from(run: Run, prompt: Prompt, model: str, batches: list[tuple[Path, H
     if m.sample_count != samples:
         raise UsageError(f"--retry-failed keeps the verdicts already in {display_path(run.path)}, recorded with "
                          f"--samples {m.sample_count}: use the same --samples")
-    endpoints = {"--learn-url": (stored_endpoint(learn_url, LEARN_STAND_IN_PORT), m.learn_url),
-                 "--anthropic-base-url": (stored_endpoint(base_url, MODEL_STAND_IN_PORT) if base_url else None,
-                                          m.anthropic_base_url)}
-    for option, (given, recorded_with) in endpoints.items():
-        if given != recorded_with:
+    endpoints = {"--learn-url": (learn_url, LEARN_STAND_IN_PORT, m.learn_url),
+                 "--anthropic-base-url": (base_url, MODEL_STAND_IN_PORT, m.anthropic_base_url)}
+    for option, (given, port, recorded_with) in endpoints.items():
+        if (stored_endpoint(given, port) if given else None) != recorded_with:  # compared as stored, said as given
             raise UsageError(f"--retry-failed keeps the cassettes already in {display_path(run.path)}, recorded "
                              f"with {option} {recorded_with or '(the default)'}; they would not replay beside files "
-                             f"recorded with {given or '(the default)'}: use the same endpoint, or record the "
-                             "whole run again without --retry-failed")
+                             f"recorded with {scrub_url(given) if given else '(the default)'}: use the same endpoint, "
+                             "or record the whole run again without --retry-failed")
     recorded = {f.file: f for f in run.results.files}
     entries = {e.file: e for e in m.claims}
     kept: dict[str, tuple[FileResult, RunStats]] = {}

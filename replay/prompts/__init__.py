@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from replay.errors import InputError
+from replay.files.regular import read_regular_text
 from replay.schema.claims import ClaimsBatch
 from replay.core.text import sha256_text
 from replay.core.prompts import Prompt
@@ -32,7 +33,7 @@ def load_prompt(name_or_path: str) -> Prompt:
             name_or_path, f"no such prompt: give a bundled name ({', '.join(BUNDLED)}) or a prompt file"
         )
     try:
-        text = path.read_text("utf-8")
+        text = read_regular_text(path, "prompt", "utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, f"cannot read the prompt file ({exc})") from exc
     if "{{batch}}" not in text:

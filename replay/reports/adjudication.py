@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from replay.analysis.adjudication import with_a_result, without_a_result_note
-from replay.core.display import printable
+from replay.core.display import printable_block
 from replay.reports.markdown import markdown_fence, markdown_text
 from replay.reports.tables import FieldPanel
 from replay.schema.scores import ClaimError
@@ -65,7 +65,7 @@ def adjudication_markdown(errors: list[ClaimError], heading: str = "###") -> str
         lines += [f"- **{name}:** {markdown_text(value)}" for name, value in _fields(e)]
         lines += [f"- **{markdown_text(_region_caption(e))}**"]
         if e.page_region:
-            region = printable(e.page_region)
+            region = printable_block(e.page_region)
             fence = markdown_fence(region)
             lines += ["", f"{fence}text", region, fence]
         parts.append("\n".join(lines))

@@ -196,3 +196,63 @@ def _shell_words(command: str) -> list[str]:
     if current:
         words.append(current)
     return words
+
+
+# --------------------------------------------------------------------------- plain text
+
+
+def text_width(file: TextIO | None) -> int:
+    """The width plain lines written to `file` are wrapped at: `output_width`, and on a terminal its own
+    width (COLUMNS when set)."""
+    import shutil
+
+    return output_width(file) or max(MIN_WIDTH, shutil.get_terminal_size().columns)
+
+
+def fit_lines(text: str, width: int) -> list[str]:
+    """Each line of `text` wrapped at words to `width`, its continuation lines indented two spaces more
+    than the line itself (a summary's `  key: value` lines stay readable as such)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        indent = len(line) - len(line.lstrip(" "))
+        out += wrap_words(line[indent:], width, indent=indent, hang=indent + 2) if line.strip() else [line]
+    return out
+
+
+def plain_columns(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int, *, gap: int = 2) -> list[str]:
+    """Rows of short cells as left-aligned columns `gap` spaces apart, as wide as their widest cell. When
+    they do not fit `width`: the columns in groups that fit, one block of lines per group, each repeating
+    the first column (the row's key); when not even the key and one other column fit, one block per row
+    (the key, then `header: value` lines). No cell is ever cut."""
+    table = [list(headers), *(list(r) for r in rows)]
+    widths = [max(cell_len(row[i]) for row in table) for i in range(len(headers))]
+
+    def lines(columns: Sequence[int]) -> list[str]:
+        return ["  ".join(row[i] + " " * (widths[i] - cell_len(row[i])) for i in columns).rstrip() for row in table]
+
+    def fits(columns: Sequence[int]) -> bool:
+        return sum(widths[i] for i in columns) + gap * (len(columns) - 1) <= width
+
+    everything = list(range(len(headers)))
+    if fits(everything):
+        return lines(everything)
+    groups: list[list[int]] = []
+    current = [0]
+    for i in everything[1:]:
+        if fits([*current, i]):
+            current.append(i)
+        elif len(current) > 1 and fits([0, i]):
+            groups.append(current)
+            current = [0, i]
+        else:
+            out: list[str] = []
+            for row in table[1:]:
+                out += wrap_words(row[0], width, indent=0, hang=2)
+                for name, value in zip(headers[1:], row[1:]):
+                    out += wrap_words(f"{name}: {value}", width, indent=2, hang=4)
+            return out
+    groups.append(current)
+    out = []
+    for n, group in enumerate(groups):
+        out += ([""] if n else []) + lines(group)
+    return out

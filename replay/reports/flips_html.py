@@ -6,7 +6,7 @@ import html
 from collections.abc import Iterator
 from typing import Any
 
-from replay.core.display import printable
+from replay.core.display import printable_block
 from replay.core.flips.causes import shown_verdict
 from replay.core.page_diff import side_by_side, word_diff
 from replay.reports.flips import (
@@ -77,8 +77,9 @@ pre.cmd{background:var(--bg);padding:10px;border-radius:6px;white-space:pre-wrap
 
 def html_text(value: Any) -> str:
     """A data string for HTML, in every HTML report: terminal controls made visible and secrets redacted
-    (`printable`, on the whole string), then HTML-escaped."""
-    return html.escape(printable("" if value is None else str(value)), quote=True)
+    (`printable_block`, on the whole string: its line breaks kept, where a quote is shown as lines), then
+    HTML-escaped."""
+    return html.escape(printable_block("" if value is None else str(value)), quote=True)
 
 
 _e = html_text
@@ -105,7 +106,7 @@ def _diff_table(unified: str) -> str:
         old, new = _e(r.old or ""), _e(r.new or "")
         if r.kind == "change":
             # printable on whole lines first: a secret split across diff words is still redacted
-            pa, pb = word_diff(printable(r.old or ""), printable(r.new or ""))
+            pa, pb = word_diff(printable_block(r.old or ""), printable_block(r.new or ""))
             old = "".join(f"<del>{_e(t)}</del>" if ch else _e(t) for t, ch in pa)
             new = "".join(f"<ins>{_e(t)}</ins>" if ch else _e(t) for t, ch in pb)
         cls_old = "del" if r.kind in ("change", "delete") else ""

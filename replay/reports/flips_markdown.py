@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from replay.core.display import printable
+from replay.core.display import printable, printable_block
 from replay.core.flips.causes import shown_verdict
 from replay.reports.flips import (
     CAUSE_ORDER,
@@ -16,16 +16,15 @@ from replay.reports.flips import (
     _prompt_line,
     of_side,
 )
-from replay.reports.markdown import markdown_cell
+from replay.reports.markdown import markdown_cell, markdown_html, markdown_text
 from replay.schema.flips import Flip, FlipReport
 
 # --------------------------------------------------------------------------- markdown
 
 
 def _md(text: str | None) -> str:
-    """A data string for markdown prose or a table cell: terminal controls escaped, HTML escaped (so a
-    claim cannot inject markup into a pull-request comment), `|` escaped, on one line."""
-    return markdown_cell(text or "")
+    """A data string for markdown prose, on one line, rendering as itself (`reports.markdown`)."""
+    return markdown_text(text or "")
 
 
 def _code(text: str | None) -> str:
@@ -39,7 +38,7 @@ def _code(text: str | None) -> str:
 
 
 def _fence(text: str, lang: str = "") -> str:
-    text = printable(text)
+    text = printable_block(text)
     ticks = "```"
     while ticks in text:
         ticks += "`"
@@ -69,7 +68,7 @@ def _markdown_lines(report: FlipReport) -> Iterator[str]:
         yield from ["| claim | A | B | cause | gold | why |", "|---|---|---|---|---|---|"]
         for f in sorted(report.flips, key=lambda f: (CAUSE_ORDER.index(f.primary_cause), f.file, f.id)):
             yield (f"| {_code(f.file)} {_code(f.id)} | {shown_verdict(f.verdict_a)} | {shown_verdict(f.verdict_b)} "
-                   f"| **{f.primary_cause}** | {_md(_gold(f))} | {_md(f.summary)} |")
+                   f"| **{f.primary_cause}** | {markdown_cell(_gold(f))} | {markdown_cell(f.summary)} |")
         yield ""
         yield from ["### Details", ""]
         for f in report.flips:
@@ -91,7 +90,7 @@ def _markdown_lines(report: FlipReport) -> Iterator[str]:
 
 def _markdown_details(f: Flip) -> list[str]:
     ev = f.evidence
-    out = [f"<details><summary><code>{_md(f.id)}</code> ({_md(f.file)}): "
+    out = [f"<details><summary><code>{markdown_html(f.id)}</code> ({markdown_html(f.file)}): "
            f"{shown_verdict(f.verdict_a)} → {shown_verdict(f.verdict_b)}, <b>{f.primary_cause}</b></summary>", "",
            f"{_md(f.summary)}", ""]
     if ev.claim:

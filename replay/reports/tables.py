@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from replay.core.display import printable
+from replay.core.display import printable, printable_block
 from replay.reports.fit import column_groups, column_needs, output_width, spread, wrap_command, wrap_words
 from replay.reports.markdown import markdown_cell, markdown_text
 from replay.reports.plain_table import PRINTED_LINES, Prerendered, plain_panel, plain_table_lines, shows_no_style
@@ -61,7 +61,7 @@ class FieldPanel:
         fields.add_row("", Text(printable(self.note), style="dim"))
         body: list[RenderableType] = [fields]
         if self.body:
-            body.append(Text(printable(self.body), style="cyan"))
+            body.append(Text(printable_block(self.body), style="cyan"))
         return Panel(Group(*body), title=escape(printable(self.title)), title_align="left",
                      border_style=self.border_style)
 
@@ -69,7 +69,7 @@ class FieldPanel:
         """The characters rich prints for `rich()` on a console that shows no style (`plain_panel`), or
         None when rich must lay it out. `labels`: the labels as rich renders them (a cache)."""
         return plain_panel(console, printable(self.title), [(label, printable(value)) for label, value in self.rows],
-                           printable(self.note), printable(self.body) if self.body else None, labels)
+                           printable(self.note), printable_block(self.body) if self.body else None, labels)
 
 
 def print_panels(console: Console, panels: Sequence[FieldPanel]) -> None:

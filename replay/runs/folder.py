@@ -21,6 +21,7 @@ from replay.core.prompts import parse_rendered_batch
 from replay.core.text import sha256_text
 from replay.errors import InputError, ReplayError
 from replay.files.inputs import load_claims_batch, read_json, reading_error, validate
+from replay.files.regular import read_regular_text
 from replay.files.results import load_compact_results, load_results
 from replay.learn.wire import FETCH_TOOL, no_page_reason
 from replay.runs.names import _check_cassette_names, in_folder, sample_cassette_name
@@ -46,7 +47,7 @@ class Run:
             recover(self.path)  # a recording killed halfway through replacing this run (`runs.writer`)
         if not self.path.is_dir():
             raise InputError(self.path, "no such run folder")
-        if not (self.path / MANIFEST).is_file():
+        if not holds_manifest(self.path):
             raise InputError(self.path, f"not a run folder: it has no {MANIFEST}")
 
     @property
@@ -56,7 +57,7 @@ class Run:
     @cached_property
     def manifest(self) -> RunManifest:
         p = self.path / MANIFEST
-        manifest = validate(p, RunManifest, read_json(p), "run manifest")
+        manifest = validate(p, RunManifest, read_json(p, "run"), "run manifest")
         _check_cassette_names(manifest, p)
         return manifest
 
@@ -77,10 +78,10 @@ class Run:
     @cached_property
     def prompt_text(self) -> str | None:
         p = self.path / PROMPT
-        if not p.is_file():
+        if not p.exists():
             return None
         try:
-            return p.read_text("utf-8")
+            return read_regular_text(p, "prompt", "utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise reading_error(p, exc) from exc
 
@@ -143,7 +144,7 @@ class Run:
         """The interactions of one claims file's cassette (empty when there is none). Not kept: the
         commands that read a run keep what `conversation` derives, one conversation at a time."""
         path = self.cassette_path(claims_file)
-        return load_cassette(path) if path.is_file() else []
+        return load_cassette(path) if path.exists() else []  # a pipe or a device: refused, not missing
 
     def conversation(self, claims_file: str) -> Conversation:
         """What the commands that read the run (diff, drift, pages) need of one claims file's cassette:
@@ -152,7 +153,7 @@ class Run:
         if self._last is not None and self._last[0] == claims_file:
             return self._last[1]
         path = self.cassette_path(claims_file)
-        found = _conversation_of(path) if path.is_file() else ([], None)
+        found = _conversation_of(path) if path.exists() else ([], None)  # a pipe or a device: refused
         calls = tuple(LearnCall(str(tool), dict(args), self._kept(text)[0] if tool == FETCH_TOOL else text,
                                 bool(is_error)) for tool, args, text, is_error in found[0])
         conversation = Conversation(calls, _validated(found[1]))
@@ -365,6 +366,13 @@ SNAPSHOT_PROMPT = "pages-snapshot"
 conversation, so it has no verdicts to replay or snapshot."""
 
 
+def holds_manifest(folder: Path) -> bool:
+    """Whether `folder` holds a run.json (of any kind but a folder: a pipe or a device there is a run its
+    reader refuses, not a folder that is no run)."""
+    manifest = folder / MANIFEST
+    return manifest.exists() and not manifest.is_dir()
+
+
 def find_runs(root: str | Path, *, page_snapshots: bool = True) -> list[Run]:
     """Every run folder directly under `root` (folders holding run.json), sorted by name; without
     `page_snapshots`, only the judge's runs (a run.json that cannot be read counts as one: its reader
@@ -372,7 +380,7 @@ def find_runs(root: str | Path, *, page_snapshots: bool = True) -> list[Run]:
     root = Path(root)
     if not root.is_dir():
         return []
-    runs = [Run(p) for p in sorted(root.iterdir()) if (p / MANIFEST).is_file()]
+    runs = [Run(p) for p in sorted(root.iterdir()) if holds_manifest(p)]
     return runs if page_snapshots else [run for run in runs if not run.is_page_snapshot]
 
 

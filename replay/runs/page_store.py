@@ -42,6 +42,7 @@ from replay.core.display import printable
 from replay.core.text import sha256_text
 from replay.errors import InputError, SystemFailed, UsageError, debugging
 from replay.files.paths import display_path
+from replay.files.regular import read_regular
 from replay.learn.wire import FETCH_TOOL, no_page_reason
 from replay.secrets.registry import contains_secret, known
 from replay.runs.folder import MANIFEST, Run, find_runs
@@ -238,7 +239,7 @@ class PageStore:
         `pages_read`: what the recording that wrote the run fetched, per claims file (`pages_fetched` of
         the interactions it wrote), so its cassettes are not read again; other files' cassettes are. (The
         run's files are read outside `_store_errors`: their errors name them, not the store.)"""
-        manifest_sha = hashlib.sha256((run.path / MANIFEST).read_bytes()).hexdigest()
+        manifest_sha = hashlib.sha256(read_regular(run.path / MANIFEST, "run")).hexdigest()
         folder = str(run.path.resolve())
         if self._indexed(folder, manifest_sha):
             return False

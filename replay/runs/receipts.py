@@ -44,6 +44,7 @@ from replay.cassettes.cache import Cassette, is_off
 from replay.core.prompts import Prompt
 from replay.errors import ReplayError
 from replay.files.atomic import atomic_write_text
+from replay.files.regular import open_regular, read_regular
 from replay.runs.folder import MANIFEST, RESULTS, Run
 from replay.runs.names import sample_cassette_name
 from replay.schema.results import FileResult, HeldFiles
@@ -71,7 +72,7 @@ class Receipt:
         """The results the full replay produced, when the receipt is for these inputs; else None. Each
         file's line is checked to read, and held as `HeldFiles` holds results (its JSON compressed)."""
         try:
-            data = json.loads(self.path.read_bytes())
+            data = json.loads(read_regular(self.path, "receipt"))
             if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("inputs_sha256") != self.inputs_sha256:
                 return None
             kept = []
@@ -79,7 +80,7 @@ class Receipt:
                 FileResult.model_validate_json(line)
                 kept.append(zlib.compress(line, 1))
             return HeldFiles.of_held(kept)
-        except (OSError, ValueError, KeyError, TypeError, ValidationError, zlib.error):
+        except (OSError, ReplayError, ValueError, KeyError, TypeError, ValidationError, zlib.error):
             return None
 
     def write(self, files: Iterable[FileResult]) -> None:
@@ -140,7 +141,7 @@ def receipt_for(run: Run, prompt: Prompt, batches: Sequence[tuple[Path, _OfFile]
         overlap = longest_secret_form() - 1
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         tail = ""
-        with path.open("rb") as fh:
+        with open_regular(path, "run" if path.name == MANIFEST else "results") as fh:
             size = os.fstat(fh.fileno()).st_size
             framed_label = label.encode("utf-8", "surrogatepass")
             digest.update(len(framed_label).to_bytes(8, "big") + framed_label + size.to_bytes(8, "big"))
@@ -175,7 +176,7 @@ def receipt_for(run: Run, prompt: Prompt, batches: Sequence[tuple[Path, _OfFile]
         samples = run.manifest.sample_count
         for path, batch in batches:
             cassettes = [run.path / sample_cassette_name(batch.file, k) for k in range(1, samples + 1)]
-            if not (add("claims " + str(path.resolve()), path.read_bytes()) and all(map(add_cassette, cassettes))):
+            if not (add("claims " + str(path.resolve()), read_regular(path, "claims")) and all(map(add_cassette, cassettes))):
                 return None
     except OSError:
         return None

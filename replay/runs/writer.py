@@ -38,7 +38,7 @@ from pathlib import Path
 from types import TracebackType
 
 from replay.cassettes.cassette import CASSETTE_SUFFIX
-from replay.core.display import one_line
+from replay.core.display import printable
 from replay.errors import UsageError
 from replay.files.atomic import atomic_write_text
 from replay.files.paths import display_path, os_error_about
@@ -316,7 +316,7 @@ def _refuse_foreign_files(run: Path) -> None:
         raise UsageError(f"--run {display_path(run)} is a file, not a folder")
     held = sorted(p.name for p in run.iterdir())
     if held and "run.json" not in held:
-        shown = ", ".join(one_line(name) for name in held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+        shown = ", ".join(printable(name) for name in held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
         raise UsageError(f"--run {display_path(run)} is not a run (no run.json) and is not empty (it holds {shown}): "
                          "a recording replaces the whole folder, so record into a new or empty one")
     foreign = sorted(p.name for p in run.iterdir() if p.name not in RUN_FILES and not p.name.endswith(CASSETTE_SUFFIX))

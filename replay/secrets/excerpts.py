@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from replay.secrets.registry import PLACEHOLDER, redact
+from replay.secrets.registry import PLACEHOLDER, contains_secret_in_any_case, redact
 from replay.secrets.shapes import key_spans
 
 
@@ -37,6 +37,12 @@ def excerpt(text: str, length: int, *, start: int = 0, mark: str = "…",
     start = max(0, min(start, len(text)))
     window = text[start:start + max(0, length)]
     return (mark if start else "") + (shown(window) if shown else window) + (mark if start + length < len(text) else "")
+
+
+def shows_secret(text: str) -> bool:
+    """Whether a piece of data (a token, a value) holds a remembered secret in any case of its letters, or
+    a key-shaped value: one that a report must not show even lower-cased, where `clean` would not see it."""
+    return contains_secret_in_any_case(text) or bool(key_spans(text))
 
 
 def first_difference(a: str, b: str) -> int:

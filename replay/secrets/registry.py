@@ -150,6 +150,13 @@ class Redactor:
     def contains(self, text: str) -> bool:
         return any(form in text for form in list(self._forms)) if text else False
 
+    def contains_in_any_case(self, text: str) -> bool:
+        """Whether `text` holds a value in any case (a lower-cased token of a text that held one)."""
+        folded = text.casefold()
+        with self._lock:
+            values = list(self._values)
+        return any(value.casefold() in folded for value in values) if text else False
+
     def clear(self) -> None:
         with self._lock:
             self._values.clear()
@@ -243,6 +250,11 @@ def redact(text: str) -> str:
 def contains_secret(text: str) -> bool:
     """Whether `text` holds any form of a remembered secret."""
     return _registry.contains(text)
+
+
+def contains_secret_in_any_case(text: str) -> bool:
+    """Whether `text` holds a remembered secret, whatever the case of its letters."""
+    return _registry.contains_in_any_case(text)
 
 
 def longest_secret_form() -> int:

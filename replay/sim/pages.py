@@ -11,6 +11,7 @@ import yaml
 
 from replay.core.text import tokens
 from replay.errors import InputError
+from replay.files.regular import read_regular_text
 from replay.urls import normalise_learn_url, split_url
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
@@ -61,7 +62,7 @@ def _split_sections(body: str) -> tuple[Section, ...]:
 def load_page(path: Path) -> Page:
     """One page file: YAML front matter with `url:` (and optionally `title:`), then the markdown body."""
     try:
-        text = path.read_text("utf-8-sig")
+        text = read_regular_text(path, "page")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, f"cannot read the page file ({exc})") from exc
     match = _FRONT_MATTER.match(text)

@@ -45,6 +45,7 @@ from syrupy.types import PropertyFilter, PropertyMatcher, SerializableData, Seri
 
 from replay.errors import InputError
 from replay.files.json_text import dump_json
+from replay.files.regular import read_regular_text
 from replay.runs.writer import write_folder
 from replay.snapshots.format import SNAPSHOT_SUFFIX, pack, unpack, verdict_documents
 from replay.snapshots.mismatch import _summary_length, explain_mismatch
@@ -170,7 +171,7 @@ class VerdictSnapshotExtension(AbstractSyrupyExtension):
         files = _snapshot_files(Path(snapshot_location))
         if not files:
             return None
-        return pack({p.name: p.read_text("utf-8") for p in files})
+        return pack({p.name: read_regular_text(p, "snapshot", "utf-8") for p in files})
 
     @classmethod
     def write_snapshot(

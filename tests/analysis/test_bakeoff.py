@@ -241,7 +241,7 @@ def test_bakeoff_shows_data_never_controls_in_text_and_markdown(project, capsys)
     md = capsys.readouterr().out
     assert not any(c in md for c in ("\x1b", "\x07")) and "<script>" not in md
     assert "&lt;script&gt;x&lt;/script&gt; a|b" in md  # a flip line (prose: pipes harmless)
-    assert "| claude-x\\x1b[31m |" in md and "<details><summary>" in md
+    assert "| claude-x\\x1b\\[31m |" in md and "<details><summary>" in md  # `[` escaped: no link can start
 
 
 def test_bakeoff_json_says_what_each_run_rests_on(project, capsys):

@@ -52,6 +52,15 @@ def test_one_job_starts_no_worker(runs):
     assert _current(_cassettes(runs)) == [False] * len(_cassettes(runs))
 
 
+def test_outside_the_command_line_no_worker_starts(runs):
+    """A library caller gets one process unless it asks (a worker would import its main module)."""
+    assert jobs() == 1
+    assert warm_conversations(*runs) == 0
+    with using_jobs(None):
+        assert jobs() >= 1
+    assert jobs() == 1
+
+
 def test_the_cache_off_starts_no_worker(runs, monkeypatch):
     monkeypatch.setenv(OFF_VARIABLE, "1")
     with using_jobs(2):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import string
 from pathlib import Path
 from urllib.parse import quote
@@ -421,14 +422,17 @@ interactions: [*h,*h,*h,*h,*h,*h,*h,*h,*h]
         ("interactions: " + "[" * 5000 + "]" * 5000 + "\n", "maximum nesting depth|nested too deeply"),
     ],
 )
-def test_hostile_yaml_is_refused_by_the_audit_and_the_loader(text: str, reason: str, tmp_path: Path) -> None:
+def test_hostile_yaml_is_refused_by_the_loader_and_read_as_text_by_the_audit(text: str, reason: str,
+                                                                             tmp_path: Path) -> None:
     path = tmp_path / "hostile.yaml"
     path.write_text(text)
-    with pytest.raises(InputError, match=reason) as by_audit:
-        audit([path])
+    report = audit_report([path])  # nothing expanded: the file's own text is read, line by line
+    assert (report.files, report.text, report.findings) == (1, 1, [])
+    (problem,) = report.unparsed
+    assert re.search(reason, str(problem)) and str(path) in str(problem)
     with pytest.raises(InputError, match=reason) as by_loader:
         load_cassette(path)
-    assert str(path) in str(by_audit.value) and str(path) in str(by_loader.value)
+    assert str(path) in str(by_loader.value)
 
 
 def test_a_few_harmless_aliases_are_read() -> None:
@@ -469,15 +473,16 @@ def test_a_binary_cassette_is_an_input_error(tmp_path: Path) -> None:
     path.write_bytes(bytes(range(256)) * 4)
     with pytest.raises(InputError, match="not UTF-8"):
         load_cassette(path)
-    with pytest.raises(InputError, match="not UTF-8"):
-        audit([path])
+    report = audit_report([path])  # read as text, its bytes that are no UTF-8 replaced
+    assert (report.text, report.findings) == (1, []) and "not UTF-8" in str(report.unparsed[0])
 
 
-def test_a_malformed_file_is_an_input_error(tmp_path: Path) -> None:
+def test_a_malformed_file_is_read_as_text_by_the_audit(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("interactions: [\n")
-    with pytest.raises(InputError, match="bad.yaml: not valid YAML"):
-        audit([bad])
+    bad.write_text("interactions: [\n# sk-ant-api03-Zq8vN3kR7tY2wP5mX9bC4dF6gH1j\n")
+    report = audit_report([bad])
+    assert "bad.yaml: not valid YAML" in str(report.unparsed[0])
+    assert [(f.where, f.kind) for f in report.findings] == [("line 2", "anthropic key")]
 
 
 def audit_text(path: Path, it: Interaction) -> list[Finding]:

@@ -54,7 +54,7 @@ def test_audit_real_cassettes_is_clean(capsys: pytest.CaptureFixture[str]) -> No
     assert REAL.is_dir(), f"{REAL} is missing"
     code, out, _ = run_cli(capsys, "cassettes", "audit", str(REAL))
     assert code == 0
-    assert out.strip() == "no secrets found in 11 cassettes (16 interactions)"
+    assert out.strip() == "no secrets found in 15 files: 11 cassettes (16 interactions), 0 other JSON or YAML files, 4 read as text"
 
 
 def test_audit_reports_a_planted_key_masked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -234,7 +234,7 @@ def test_audit_lists_page_text_findings_apart_and_passes(tmp_path: Path, capsys:
     lines = out.splitlines()
     assert lines[0].startswith("in public Learn page text (1;")
     assert "credential in URL" in lines[1] and "https://learn.microsoft.com/azure/storage/sas" in lines[1]
-    assert lines[-1] == "no secrets found in 1 cassettes (1 interactions)"
+    assert lines[-1] == "no secrets found in 1 file: 1 cassette (1 interaction), 0 other JSON or YAML files, 0 read as text"
 
 
 def test_a_page_quoting_example_credentials_is_stored_exactly_and_the_run_verifies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -181,7 +181,8 @@ def test_markdown_output_escapes_html_pipes_and_controls(hostile, capsys):
     assert _no_controls(md)
     assert "<script>" not in md and "<b>" not in md.split("```text")[0] and "<i>" not in md and "<u>" not in md
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md
-    assert "| tpm\\x1b[5m\\|&lt;i&gt; |" in md and "| FN2\\|\\x1b[2J&lt;b&gt; |" in md  # table cells: pipes escaped
+    # table cells: pipes escaped, and the `[` of a link too
+    assert "| tpm\\x1b\\[5m\\|&lt;i&gt; |" in md and "| FN2\\|\\x1b\\[2J&lt;b&gt; |" in md
     # the page region is a fenced block: shown as text, controls made visible, HTML left as the page has it
     assert ">    5 | | gpt-4.1 | 1,047,576 \\x1b[31m<b>red</b> |" in md
 

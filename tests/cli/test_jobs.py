@@ -7,8 +7,14 @@ process), and everything it prints and writes is compared byte for byte.
 """
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
+import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -156,3 +162,30 @@ def test_jobs_setting(project, capsys, value, ok):
 def test_jobs_flag_below_one_is_a_usage_error(project, capsys):
     assert main(["grade", "runs/before", "--gold", "gold.json", "--jobs", "0"]) == 2
     assert "--jobs" in capsys.readouterr().err
+
+
+def test_ctrl_c_while_workers_parse_leaves_every_entry_whole(project, tmp_path):
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) once the workers have written
+    their first entry: the command exits 130, and the cache holds no half-written file, only entries whose
+    checks pass (length and CRC-32 of their payload) and stamps that read."""
+    cache = tmp_path / ".judge-replay" / "cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    cli = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
+    proc = subprocess.Popen([*cli, "diff", "runs/before", "runs/after", "--jobs", "2"], cwd=project,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list(cache.rglob("*.bin")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    files = [p for p in cache.rglob("*") if p.is_file()]
+    assert files and not [p for p in files if p.name.endswith(".tmp")]
+    for path in files:
+        data = path.read_bytes()
+        if path.suffix == ".stamp":
+            assert json.loads(data)["sha256"]
+            continue
+        line, _, payload = data.partition(b"\n")
+        header = json.loads(line)
+        assert header["payload_length"] == len(payload) and header["payload_crc32"] == zlib.crc32(payload)

@@ -91,27 +91,66 @@ def runs_quoting_the_key(cached_project: Path) -> Path:
 COMMANDS = [
     ("diff", "cassettes/a", "cassettes/b"),
     ("diff", "cassettes/a", "cassettes/b", "--format", "markdown"),
+    ("diff", "cassettes/a", "cassettes/b", "--format", "json"),
+    ("diff", "cassettes/a", "cassettes/b", "--format", "html"),
     ("drift", "cassettes/a", "--against", "cassettes/b"),
+    ("drift", "cassettes/a", "--against", "cassettes/b", "--json"),
     ("grade", "cassettes/b", "--gold", "gold.json"),
+    ("grade", "cassettes/b", "--gold", "gold.json", "--json"),
+    ("grade", "cassettes/b", "--gold", "gold.json", "--markdown"),
     ("pages", "history", PAGE_URL, "--cassettes", "cassettes"),
+    ("pages", "history", PAGE_URL, "--cassettes", "cassettes", "--json"),
     ("pages", "diff", PAGE_URL, "--cassettes", "cassettes"),
     ("cassettes", "verify", "cassettes/a"),
     ("cassettes", "list", "cassettes"),
+    ("cassettes", "list", "cassettes", "--json"),
     ("export", "inspect", "cassettes/a", "cassettes/b", "--gold", "gold.json", "--out", "logs"),
+    ("bakeoff", "--gold", "gold.json", "--baseline", "cassettes/a", "--candidate", "cassettes/b", "--no-replay"),
+    ("bakeoff", "--gold", "gold.json", "--baseline", "cassettes/a", "--candidate", "cassettes/b", "--no-replay",
+     "--json", "--out-dir", "logs"),
+    ("bakeoff", "--gold", "gold.json", "--baseline", "cassettes/a", "--candidate", "cassettes/b", "--no-replay",
+     "--markdown"),
+    ("cassettes", "audit", "cassettes"),
 ]
 
 
-@pytest.mark.parametrize("argv", COMMANDS, ids=lambda argv: "-".join(argv[:2]).replace("/", "."))
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda argv: " ".join(argv))
 def test_every_command_registers_the_key_before_it_reads(runs_quoting_the_key: Path, argv: tuple[str, ...],
                                                          monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
     """With the key in the environment, no command caches a cassette holding it, nor prints or writes it."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+    project = runs_quoting_the_key
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(project / "summary.md"))
     main(list(argv))
     out, err = capsys.readouterr()
     assert "Traceback" not in err and "internal error" not in err
     assert_no_window(out + err, " ".join(argv))
-    project = runs_quoting_the_key
+    if (project / "summary.md").exists():
+        assert_no_window((project / "summary.md").read_text("utf-8"), "the job summary")
     cache = project / ".judge-replay"
     assert_no_window_in_files(cache)  # the parse cache and the page store
     if (project / "logs").exists():
         assert_no_window_in_files(project / "logs")
+
+
+# --------------------------------------------------------------------------- a key as a claim's value
+
+def test_a_key_the_claim_states_is_in_no_flip_reason_nor_value_in_any_case(
+        cached_project: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    """The flip explanation quotes the claim's values it finds on the changed page line (lower-cased
+    tokens): a key among them is a secret in any case."""
+    from factories import write_run
+
+    claim = f"The key {CANARY} is valid for 30 days."
+    for name, verdict, days in (("a", "grounded", 30), ("b", "not_grounded", 60)):
+        page = f"# Keys\n\nThe key {CANARY} is valid for {days} days.\n"
+        write_run(cached_project / "cassettes" / name, results=[{"file": "docs/keys.md", "results": [
+            {"id": "k-1", "claim": claim, "judge_verdict": verdict, "evidence_url": PAGE_URL}]}],
+                  pages={"docs/keys.md": {PAGE_URL: page}})
+    monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+    for argv in (["diff", "cassettes/a", "cassettes/b"], ["diff", "cassettes/a", "cassettes/b", "--format", "json"],
+                 ["diff", "cassettes/a", "cassettes/b", "--format", "markdown"]):
+        assert main(argv) == 0
+        out, err = capsys.readouterr()
+        assert "30" in out and "60" in out  # the change itself is still explained
+        assert_no_window((out + err).lower(), " ".join(argv), CANARY.lower())

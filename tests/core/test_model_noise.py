@@ -153,7 +153,7 @@ def test_the_gate_refuses_while_any_sample_lacks_a_verdict():
 
 def test_a_refusal_unstable_against_model_noise_says_a_rerun_might_adopt():
     # Candidate B: [g, ng, g]: mean R (1/2 + 1 + 1/2) / 3 = 2/3 > 1/2 would adopt; make it worse on C so
-    # that the rule fails on the means, yet some resamples would adopt (C's FP drawn away).
+    # that the rule fails on the means, yet some re-runs would adopt (C not flagged in any fresh sample).
     cand = results(claim("A", NG, NG, NG), claim("B", G, NG, G), claim("C", NG, G, G))
     decision = gate(BASELINE, cand, candidate_side=Side(None, None))
     assert not decision.adopt

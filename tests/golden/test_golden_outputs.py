@@ -20,6 +20,10 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 
+pytestmark = pytest.mark.xdist_group("golden")
+"""Every case on one worker: the module's cases are run once, together, by the worker that has them (on
+several workers, each would run every case its session collected)."""
+
 
 def _harness():
     name = "judge_replay_golden_harness"

@@ -101,3 +101,71 @@ def test_fit_helpers_wrap_at_words_and_keep_commands_whole():
     wrapped = wrap_command(cmd, 30)
     assert all(cell_len(line) <= 30 for line in wrapped)
     assert re.sub(r" \\\n\s+", " ", "\n".join(wrapped)) == cmd
+
+
+def run_all(project: Path, args: list[str], columns: str | None) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of the real CLI at `columns` (None: COLUMNS unset, output piped)."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if columns is not None:
+        env["COLUMNS"] = columns
+    done = subprocess.run([CLI, *args], cwd=project, env=env, capture_output=True, text=True, encoding="utf-8")
+    return done.returncode, done.stdout, done.stderr
+
+
+RETIREMENTS = "https://learn.microsoft.com/azure/ai-foundry/openai/concepts/model-retirements"
+MORE = {
+    "pages history": ["pages", "history", RETIREMENTS],
+    "cassettes list": ["cassettes", "list"],
+    "drift": ["drift", "cassettes/v3-demo", "--against", "cassettes/v3-demo-2026-09"],
+    "judge replay": ["judge", "--run", "cassettes/v3-demo"],
+}
+
+
+@pytest.mark.parametrize("columns", ["60", "80", "100", "120", None])
+@pytest.mark.parametrize("command", sorted(MORE))
+def test_more_outputs_fit_and_keep_every_word_and_number(project, command, columns):
+    """stdout and stderr (progress lines) fit; a one-line error (`judge-replay: ...`, exit 1 or 2) stays one
+    line, as every error does, so a log search finds it whole. Every word of the widest layout is still
+    there, whole, in the narrow one."""
+    code, out, err = run_all(project, MORE[command], columns)
+    width = int(columns or 80)
+    lines = out.splitlines() + [line for line in err.splitlines() if not line.startswith("judge-replay: ")]
+    too_long = [line for line in lines if cell_len(line) > width]
+    assert not too_long, too_long[:3]
+    if command not in WIDE:  # once per command: the layout where nothing wraps
+        WIDE[command] = run_all(project, MORE[command], "1000")
+    wide_code, wide_out, wide_err = WIDE[command]
+    assert code == wide_code
+    words = lambda text: sorted(w.strip(",") for w in text.split() if not set(w) <= set("─━│┃┏┓┗┛┡┩└┘├┤┼╇╋┳┻┴┬\\"))
+    if command == "judge replay":  # the summary: the same text, wrapped at words (progress lines come in any order)
+        assert words(out) == words(wide_out)
+    elif command == "drift":  # every claim at risk named whole (the narrow layout: one block per claim)
+        at_risk = json.loads(run_all(project, [*MORE[command], "--json"], columns)[1])["at_risk"]
+        assert {f"{a['file']}:{a['id']}" for a in at_risk} <= set(words(out))
+    else:  # a table laid out in groups repeats its key column: every cell of the wide one is still there (but
+        # a word wider than the whole line, which only breaking can show)
+        assert {w for w in words(wide_out) if cell_len(w) <= width} <= set(words(out))
+
+
+WIDE: dict[str, tuple[int, str, str]] = {}
+
+
+@pytest.mark.parametrize("columns", ["60", "80", None])
+def test_a_wrapped_drift_rerecord_command_still_pastes_as_printed(project, columns):
+    code, out, _ = run_all(project, MORE["drift"], columns)
+    _, data, _ = run_all(project, [*MORE["drift"], "--json"], columns)
+    assert code == 1
+    commands = out.split("verdicts moved:\n", 1)[1]
+    pasted = re.sub(r" \\\n\s+", " ", commands).splitlines()
+    assert [line.strip() for line in pasted[:2]] == json.loads(data)["rerecord_commands"]
+
+
+@pytest.mark.parametrize("columns", ["60", "80", "120", None])
+def test_inits_next_steps_fit_and_paste(tmp_path, columns):
+    code, out, _ = run_all(tmp_path, ["init", "my docs"], columns)
+    assert code == 0
+    assert all(cell_len(line) <= int(columns or 80) for line in out.splitlines())
+    steps = re.sub(r" \\\n\s+", " ", out.split("next, each command on its own line:\n", 1)[1]).splitlines()
+    commands = [line.strip() for line in steps if not line.strip().startswith("#")]
+    assert [c.split("   #")[0].split(" #")[0] for c in commands] == [
+        "cd 'my docs'", "judge-replay judge --help", "judge-replay bakeoff --check", "pytest --snapshot-update"]

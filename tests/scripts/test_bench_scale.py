@@ -39,3 +39,17 @@ def test_the_record_write_benchmark_prices_both_writers_on_the_same_exchanges(tm
     assert result["files"] == 2 and result["interactions"] >= 2 * 4  # two model turns and Learn calls each
     assert result["judge_replay_cpu_s"] > 0 and result["vcrpy_cpu_s"] > 0
     assert not list(tmp_path.rglob("record-write-*"))  # its scratch folders are gone
+
+
+def test_the_cold_benchmark_times_both_ways_and_the_floor(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(SCRIPTS / "bench_cold.py"), "--files", "2", "--repeat", "1",
+                           "--commands", "grade,drift", "--jobs", "2", "--workdir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["files"] == 2 and result["jobs"] == 2 and "diff" not in result
+    for name in ("grade", "drift"):
+        figures = result[name]
+        assert set(figures) == {"floor", "cold_jobs_1", "cold", "warm", "over_floor", "cold_met"}
+        assert figures["floor"]["wall_s"] > 0 and figures["cold"]["cpu_s"] > 0 and figures["over_floor"]["warm"] > 0
+    assert (tmp_path / "kb-2" / ".judge-replay" / "bench-cache").is_dir()  # its own parse cache, no one else's

@@ -51,7 +51,8 @@ from replay.schema.flip_evidence import (
 )
 from replay.schema.flips import Flip, HeldClaim
 from replay.urls import page_name, page_names
-from replay.secrets.excerpts import clean, excerpt, first_difference
+from replay.secrets.excerpts import clean, excerpt, first_difference, shows_secret
+from replay.secrets.registry import PLACEHOLDER
 
 NO_VERDICT = "no verdict"
 """How every output names the absence of a verdict (a failed or cut-off conversation)."""
@@ -123,7 +124,8 @@ def _page_reason(pages: list[PageEvidence], claim: AnyClaim | None) -> str:
         return f"the claim's line was removed from {name}: '{_clip(old)}' ({shas})"
     removed, added = changed_values(old, new)
     values = value_tokens(claim.claim) if claim else []
-    anchor = next((v for v in claim_values_on(old, values) if not v.replace(".", "").isdigit()), None)
+    anchor = next((v for v in claim_values_on(old, values) if not v.replace(".", "").isdigit() and not shows_secret(v)),
+                  None)
     head = f"{anchor} … " if anchor else "… "
     kept = [v for v in line_values(old) if v not in removed and without_thousands(v.lower()) in values
             and without_thousands(v.lower()) != anchor]
@@ -211,7 +213,7 @@ def explain_flip(
 
     evidence = FlipEvidence(
         claim=claim.claim if claim else None,
-        claim_values=value_tokens(claim.claim) if claim else [],
+        claim_values=[PLACEHOLDER if shows_secret(v) else v for v in value_tokens(claim.claim)] if claim else [],
         **_both_verdicts(ra, rb),
         prompt=_flip_prompt_evidence(prompts, ra, rb),
         pages=pages,

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from replay.core.commands import judge_command
+from replay.core.commands import NO_ENDPOINTS, Endpoints, judge_command
 from replay.core.flips.causes import explain_flip
 from replay.core.flips.inputs import Key, Result, RunInput
 from replay.core.flips.prompt_diff import prompt_state
@@ -98,12 +98,14 @@ def gold_labels(gold: GoldSet | None) -> dict[Key, str]:
     return {(sys.intern(item.file), sys.intern(item.id)): item.label for item in gold.items} if gold else {}
 
 
-def confirm_commands(a: RunInput, b: RunInput, report: FlipReport, parent: str) -> list[str]:
+def confirm_commands(a: RunInput, b: RunInput, report: FlipReport, parent: str,
+                     endpoints: Endpoints = NO_ENDPOINTS) -> list[str]:
     """`judge` commands that would record the missing controlled runs for this report's flips: A's prompt
     with B's pages and the crossed one (for flips where both changed, when A and B share their model: else
     no crossed run holds everything but one input), else a repeat of A and of B on their own pages (to
     measure noise). `parent` is the folder the new runs go in (their sibling folder,
-    where `diff` finds them); each command runs the prompt side's model at its recorded endpoint."""
+    where `diff` finds them); each command runs the prompt side's model at the endpoint the user gave
+    (`endpoints`), else at its recorded one."""
     crossed = {f.file for f in report.flips if f.primary_cause in ("prompt+page", "page") and
                not f.evidence.confirmations}
     repeat = {f.file for f in report.flips if f.primary_cause in ("prompt", "model", "evidence_path") and
@@ -114,7 +116,8 @@ def confirm_commands(a: RunInput, b: RunInput, report: FlipReport, parent: str) 
         claims = [prompt_of.claims_paths.get(f) or pages_of.claims_paths.get(f) or f for f in sorted(files)]
         folder = f"{parent.rstrip('/')}/{run_name}" if parent else run_name
         return judge_command(prompt=prompt_of.prompt_arg or prompt_of.prompt_name or "?", claims=claims, run=folder,
-                             model=prompt_of.model, anthropic_base_url=prompt_of.anthropic_base_url,
+                             model=prompt_of.model,
+                             anthropic_base_url=endpoints.anthropic_base_url or prompt_of.anthropic_base_url,
                              pages_from=pages_of.label)
 
     if crossed and a.model == b.model:  # a crossed run isolates prompt from page only when the model is held too

@@ -89,7 +89,7 @@ class BatchJournal:
                              f"failed, and its batches are kept in {display_path(journal.path)}: add --resume to "
                              "continue it without paying for them again, or delete that file to start over")
         if exists:
-            data = read_json(journal.path)
+            data = read_json(journal.path, "journal")
             batches = data.get("batches") if isinstance(data, dict) else None
             if not isinstance(batches, list) or not all(
                     isinstance(b, dict) and isinstance(b.get("id"), str) and isinstance(b.get("requests"), dict)
