@@ -62,7 +62,7 @@ def summary(results: RunResults, mode: str, written: list[str], stand_ins: Seque
     header = results.header
     lines = [
         f"judge {mode}: prompt {printable(header.prompt or '?')}, model {printable(header.model or '?')}",
-        f"  {files} files, {claims} claims: {verdicts}"
+        f"  {files} file{'' if files == 1 else 's'}, {claims} claim{'' if claims == 1 else 's'}: {verdicts}"
         + (f", {no_verdict} without a verdict" if no_verdict else ""),
         f"  quotes not found in the fetched page: {unverified}",
         f"  tokens: {tokens_in:,} in{cache}, {tokens_out:,} out",

@@ -70,7 +70,7 @@ def _prompt_line(report: FlipReport) -> str:
         bits.append("-rules " + ", ".join(p.rules_removed))
     n = len(p.sections_added) + len(p.sections_removed) + len(p.sections_changed)
     if n:
-        bits.append(f"{n} sections differ")
+        bits.append("1 section differs" if n == 1 else f"{n} sections differ")
     return head + (": " + "; ".join(bits) if bits else "")
 
 

@@ -137,8 +137,11 @@ class TextTable:
                 console.print(Text(line), soft_wrap=True)
             return
         for n, group in enumerate(groups):
-            part = TextTable(self.title if n == 0 else f"{self.title} (continued)" if self.title else "",
-                             [self.columns[i] for i in group], [[row[i] for i in group] for row in self.rows],
+            # the title is a line of its own, wrapped at words: as a rich table title it would be padded
+            # with spaces to the table's width (trailing spaces in every log) and cut to it
+            if self.title:
+                print_wrapped(console, self.title if n == 0 else f"{self.title} (continued)", "bold")
+            part = TextTable("", [self.columns[i] for i in group], [[row[i] for i in group] for row in self.rows],
                              right_from=sum(1 for i in group if i < self.right_from))
             widths = spread([needs[i] for i in group], console.width)
             natural = widths == [needs[i].natural for i in group]

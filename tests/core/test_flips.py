@@ -219,6 +219,17 @@ def add_search(r: Run, file: str, query: str, reply: dict) -> None:
     save_cassette(path, [it, *load_cassette(path)])
 
 
+def test_a_prompt_with_one_section_reworded_says_one_section_differs(tmp_path):
+    page = learn_page("after", "azure-openai-models.md")
+    reworded = V2.replace("## Hard rules\n", "## Hard rules\n\nBe brief.\n", 1)
+    assert reworded != V2
+    a = run(tmp_path / "a", "v2", V2, [result("models-003", "grounded")], {MODELS_URL: page}, claims=[LOWER_BOUND])
+    b = run(tmp_path / "b", "mine.md", reworded, [result("models-003", "not_grounded")], {MODELS_URL: page},
+            claims=[LOWER_BOUND])
+    flip = explain_flips(a, b, discover=False).flips[0]
+    assert flip.primary_cause == "prompt" and "v2 → mine.md (1 section differs)" in flip.summary
+
+
 def test_model_when_prompt_pages_and_path_are_the_same(tmp_path):
     page = learn_page("after", "azure-openai-models.md")
     a = run(tmp_path / "a", "v3", V3, [result("models-003", "grounded")], {MODELS_URL: page}, claims=[LOWER_BOUND],

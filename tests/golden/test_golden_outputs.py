@@ -78,3 +78,16 @@ def test_walkthrough_recording_is_the_bundled_demo() -> None:
     assert names, bundled
     different = [n for n in names if (recorded / n).read_bytes() != (bundled / n).read_bytes()]
     assert different == []
+
+
+def test_the_readme_shows_the_bakeoff_output_byte_for_byte() -> None:
+    """The README's "What the bake-off prints" block is what `judge-replay bakeoff` prints on a fresh clone
+    piped at 80 columns: the golden case holds the program to its expected stdout, this holds the README
+    to it (a new user compares them byte for byte)."""
+    import re
+
+    readme = (harness.REPO / "README.md").read_text("utf-8")
+    section = readme.split("## What the bake-off prints", 1)[1]
+    block = re.search(r"```text\n(.*?)```", section, re.S)
+    assert block is not None, "README: no text block under 'What the bake-off prints'"
+    assert block.group(1) == (harness.EXPECTED / "bakeoff" / "stdout").read_text("utf-8")

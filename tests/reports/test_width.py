@@ -66,6 +66,8 @@ def test_every_line_fits_and_every_number_is_shown(project, command, columns):
     width = int(columns or 80)
     too_long = [line for line in text.splitlines() if cell_len(line) > width]
     assert not too_long, too_long[:3]
+    padded = [line for line in text.splitlines() if line != line.rstrip()]  # a table's title padded to its width
+    assert not padded, padded[:3]
     shown = set(re.findall(r"\$?\d+(?:\.\d+)?", text))
     data = json.loads(run(project, [*COMMANDS[command], "--json"], columns))
     if command == "bakeoff":  # each version's headline figures and cost

@@ -99,7 +99,7 @@ def _prompt_reason(prompts: PromptState, ra: Result | None, rb: Result | None) -
         parts.append("drops " + ", ".join(info.rules_removed))
     n_sections = len(info.sections_added) + len(info.sections_changed) + len(info.sections_removed)
     if n_sections:
-        parts.append(f"{n_sections} section{'s' if n_sections != 1 else ''} differ")
+        parts.append(f"{n_sections} section differs" if n_sections == 1 else f"{n_sections} sections differ")
     detail = f" ({'; '.join(parts)})" if parts else ""
     return f"{name_a} → {name_b}{detail}", False
 
