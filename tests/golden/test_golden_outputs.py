@@ -6,7 +6,7 @@ A change that is meant to change an output: `python scripts/golden.py --update`,
 `git diff tests/golden/expected/`. The cases are in cases.py, the runner in harness.py; `python
 scripts/golden.py` runs the same check outside pytest and prints the whole diff.
 
-The selected cases run once per module, several at once, each in a sandbox of its own (fixture
+The selected cases run once per session, several at once, each in a sandbox of its own (fixture
 `outcomes`); each test compares one case.
 """
 
@@ -21,8 +21,8 @@ import pytest
 HERE = Path(__file__).resolve().parent
 
 pytestmark = pytest.mark.xdist_group("golden")
-"""Every case on one worker: the module's cases are run once, together, by the worker that has them (on
-several workers, each would run every case its session collected)."""
+"""Every case on one worker (and `outcomes` once per session, not per module: a worker that runs other
+modules' tests between two of these would tear a module fixture down and run every case again)."""
 
 
 def _harness():
@@ -41,7 +41,7 @@ CASES = list(harness.cases.by_name().values())
 MAX_DIFF_LINES = 150
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def outcomes(request: pytest.FixtureRequest) -> dict[str, object]:
     """Run the cases this session selected (all of them, or those `-k` kept), once."""
     wanted = {item.callspec.params["case"].name for item in request.session.items
