@@ -36,7 +36,6 @@ the BOM, what libyaml refuses as not printable, lone surrogates."""
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]{0,%d}):(?= |\n)" % (MAX_KEY - 1))
 """A plain key and its `:`, followed by a space or the line's end."""
 _SPACES = re.compile(r" *")
-_DOUBLE_QUOTED = re.compile(r'"((?:[^"\\\n]|\\.)*)"\n')
 _SINGLE_QUOTED = re.compile(r"'((?:[^'\n]|'')*)'\n")
 _ESCAPE = re.compile(r"\\(?:x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.DOTALL)
 _ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "n": "\n", "v": "\v", "f": "\f", "r": "\r", "e": "\x1b",
@@ -49,6 +48,19 @@ _BLOCK_END: dict[int, re.Pattern[str]] = {}
 _STR, _INT, _BOOL, _NULL = (f"tag:yaml.org,2002:{name}" for name in ("str", "int", "bool", "null"))
 
 
+_PRINTABLE_ASCII = b"\n" + bytes(range(0x20, 0x7F))
+
+
+def _refused(text: str) -> bool:
+    """Whether `text` holds a character read nowhere here (`_REFUSED`), looked for among the characters
+    beyond printable ASCII and the line feed only (a cassette has a few among millions)."""
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True  # a lone surrogate
+    return _REFUSED.search(encoded.translate(None, _PRINTABLE_ASCII).decode("utf-8")) is not None
+
+
 class _Unsure(Exception):
     """A line this reader does not read with certainty."""
 
@@ -56,7 +68,7 @@ class _Unsure(Exception):
 def read_block_yaml(text: str) -> dict[str, Any] | None:
     """What `yaml.load(text, Loader=CSafeLoader)` returns, for a document in the shapes `block_yaml`
     writes; None for anything else (the caller then uses `load_yaml`)."""
-    if not text.endswith("\n") or " \n" in text or _REFUSED.search(text):
+    if not text.endswith("\n") or " \n" in text or _refused(text):
         return None
     try:
         value, end = _Reader(text).mapping(0, 0, 0)
@@ -141,10 +153,9 @@ class _Reader:
         end = text.index("\n", pos)
         first = text[pos]
         if first == '"':
-            match = _DOUBLE_QUOTED.match(text, pos)
-            if match is None or match.end() != end + 1:
+            if end - pos < 2 or text[end - 1] != '"':
                 raise _Unsure
-            return _unescaped(match.group(1)), end + 1
+            return _double_quoted(text[pos + 1:end - 1]), end + 1
         if first == "'":
             match = _SINGLE_QUOTED.match(text, pos)
             if match is None or match.end() != end + 1:
@@ -215,11 +226,22 @@ _RESOLVER = Loader("")
 """The safe loader's own resolver (its implicit types)."""
 
 
-def _unescaped(body: str) -> str:
-    """A double-quoted scalar's text (on one line) with its escapes replaced."""
+def _double_quoted(body: str) -> str:
+    """The value of a double-quoted scalar on one line, `body` being what stands between the quotes.
+    Escapes are read left to right, so a run of backslashes pairs from its left: with each `\\\\` set
+    aside (as NUL, which the text cannot hold), every backslash left starts an escape, the common
+    ones are replaced with `str.replace`, and a body with others is read by `_ESCAPE`."""
     if "\\" not in body:
+        if '"' in body:
+            raise _Unsure  # a quote that ends the scalar before the line does
         return body
-    return _ESCAPE.sub(_escape, body)
+    paired = body.replace("\\\\", "\0")
+    if paired.count('"') != paired.count('\\"') or paired.endswith("\\"):
+        raise _Unsure  # an unescaped quote inside, or the last quote escaped
+    value = paired.replace('\\"', '"').replace("\\n", "\n").replace("\\r", "\r").replace("\\t", "\t")
+    if "\\" in value:
+        return _ESCAPE.sub(_escape, body)
+    return value.replace("\0", "\\")
 
 
 def _escape(match: re.Match[str]) -> str:
