@@ -172,3 +172,17 @@ def test_mutated_cassettes_are_read_as_the_safe_loader_reads_them_or_left_to_it(
                 del lines[n]
         text = "\n".join(lines)
         read_as_safe_loader(text if text.endswith("\n") else text + "\n")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fuzzed_quoted_lines_are_read_as_the_safe_loader_reads_them_or_left_to_it(seed: int) -> None:
+    """Runs of backslashes, quotes and escape letters between quotes: escapes pair from the left."""
+    rng = random.Random(4000 + seed)
+    pieces = ["\\", "\\\\", '"', "'", "''", "n", "r", "t", "x", "u", "U", "0", "4", "1", "e", "N", "_", "/", " ", "a", "é"]
+    read = 0
+    for _ in range(2000):
+        body = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
+        read += read_as_safe_loader(f'a: "{body}"\nb: 1\n')
+        read_as_safe_loader(f"a: '{body}'\n")
+        read_as_safe_loader(f"a:\n- \"{body}\"\n- '{body}'\n")
+    assert read > 200
