@@ -611,6 +611,30 @@ def orphans(all_cases: Iterable[Any]) -> list[str]:
     return sorted(p.name for p in EXPECTED.iterdir() if p.is_dir() and p.name not in names) if EXPECTED.is_dir() else []
 
 
+class CaseRunner:
+    """Cases run one at a time, as they are asked for, in sandboxes under `root`, through one fork server
+    kept between them (or as new processes, when `fork` is off: the rule of `run_cases`). For a test
+    session: each pytest-xdist worker runs only the cases of the tests it was given."""
+
+    def __init__(self, root: Path, *, fork: bool | None = None) -> None:
+        if fork is None:
+            fork = os.environ.get("GOLDEN_SUBPROCESS", "") in ("", "0") and hasattr(os, "fork")
+        self.root = root
+        self._fork = fork
+        self._zygote: _Zygote | None = None
+
+    def run(self, case: Any) -> Outcome:
+        if self._fork and self._zygote is None:
+            cli()  # fail once, clearly, when the console script is wrong
+            self._zygote = _Zygote(self.root / "fork-server.log")
+        return run_case(case, self.root, zygote=self._zygote)
+
+    def close(self) -> None:
+        if self._zygote is not None:
+            self._zygote.close()
+            self._zygote = None
+
+
 def default_workers() -> int:
     return max(2, min(4, (os.cpu_count() or 2) + 1))
 

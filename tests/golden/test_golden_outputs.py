@@ -6,8 +6,8 @@ A change that is meant to change an output: `python scripts/golden.py --update`,
 `git diff tests/golden/expected/`. The cases are in cases.py, the runner in harness.py; `python
 scripts/golden.py` runs the same check outside pytest and prints the whole diff.
 
-The selected cases run once per session, several at once, each in a sandbox of its own (fixture
-`outcomes`); each test compares one case.
+Each test runs its case, in a sandbox of its own, through a fork server its worker keeps (fixture
+`golden_runner`); pytest-xdist spreads the cases over the cores.
 """
 
 from __future__ import annotations
@@ -19,10 +19,6 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-
-pytestmark = pytest.mark.xdist_group("golden")
-"""Every case on one worker (and `outcomes` once per session, not per module: a worker that runs other
-modules' tests between two of these would tear a module fixture down and run every case again)."""
 
 
 def _harness():
@@ -42,18 +38,24 @@ MAX_DIFF_LINES = 150
 
 
 @pytest.fixture(scope="session")
-def outcomes(request: pytest.FixtureRequest) -> dict[str, object]:
-    """Run the cases this session selected (all of them, or those `-k` kept), once."""
-    wanted = {item.callspec.params["case"].name for item in request.session.items
-              if getattr(item, "callspec", None) is not None and "case" in item.callspec.params
-              and Path(str(item.path)) == Path(__file__)}
-    selected = [c for c in CASES if c.name in wanted]
-    return {o.case.name: o for o in harness.run_cases(selected)}
+def golden_runner():
+    """Runs each case when its test asks for it: a worker runs the cases of the tests it was given, no
+    more (a fixture running every selected case up front ran all of them again on each worker). The
+    sandboxes are where `scripts/golden.py` puts them (a short temporary path: outputs wrapped at 80
+    columns name it)."""
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="judge-replay-golden-"))
+    runner = harness.CaseRunner(root)
+    yield runner
+    runner.close()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_golden_output(case, outcomes) -> None:
-    diffs = harness.differences(outcomes[case.name])
+def test_golden_output(case, golden_runner) -> None:
+    diffs = harness.differences(golden_runner.run(case))
     if diffs:
         lines = "".join(diffs).splitlines(keepends=True)
         shown = "".join(lines[:MAX_DIFF_LINES])
