@@ -18,17 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from cli.test_hostile_inputs import CASSETTE, CLAIMS, GOLD, PAGE, RESULTS, URL
 from factories import closed_port_url, write_json, write_run
 from replay.files.regular import LIMITS
 
-URL = "https://learn.microsoft.com/en-us/azure/models"
-PAGE = "# Models\n\n| model | context |\n|---|---|\n| gpt-4.1 | 1,047,576 |\n"
-CLAIMS = {"file": "docs/a.md", "claims": [{"id": "a-1", "claim": "GPT-4.1 offers 1M tokens.", "claim_type": "version",
-                                           "evidence_url": URL}]}
-RESULTS = [{"file": "docs/a.md", "results": [{"id": "a-1", "judge_verdict": "grounded", "evidence_url": URL,
-                                              "evidence_quote": "| gpt-4.1 | 1,047,576 |", "reason": "stated"}]}]
-GOLD = {"name": "g", "items": [{"file": "docs/a.md", "id": "a-1", "label": "correct"}]}
-CASSETTE = "docs_a.md.yaml"
 CLI = [sys.executable, "-c", "from replay.cli.main import main; import sys; sys.exit(main())"]
 TIMEOUT = 30
 """Seconds a command may take here (each takes about one): past it, it is waiting on something."""

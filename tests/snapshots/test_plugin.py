@@ -7,12 +7,10 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import syrupy
 
 from factories import sampled_claim, write_run
 from replay.errors import InputError
@@ -61,13 +59,6 @@ def r1_files(**overrides: dict[str, Any]) -> list[dict[str, Any]]:
 def r2_files() -> list[dict[str, Any]]:
     return [{"file": "docs/c.md", "results": [claim("c-1", "grounded", "R2", quote="TPM 450K", verified=False)]}]
 
-
-@pytest.fixture(autouse=True)
-def _outer_syrupy_session() -> Iterator[None]:
-    """Each in-process run replaces syrupy's module-level session; give the outer one back."""
-    outer = syrupy._syrupy
-    yield
-    syrupy._syrupy = outer
 
 
 @pytest.fixture

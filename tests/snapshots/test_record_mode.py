@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import syrupy
 
 from locations import REPO
 from replay.sim import start_learn, start_model
@@ -23,12 +22,6 @@ def test_evaluation(judge_run, verdict_snapshot):
     assert judge_run == verdict_snapshot
 """
 
-
-@pytest.fixture(autouse=True)
-def _outer_syrupy_session() -> Iterator[None]:
-    outer = syrupy._syrupy
-    yield
-    syrupy._syrupy = outer
 
 
 @pytest.fixture
