@@ -192,7 +192,7 @@ def test_a_canary_given_three_ways_is_in_no_file_and_nothing_printed(tmp_path: P
         if body is None or "id" not in body:
             return 202, {}, b""
         if "observability" in json.dumps(body):
-            return 500, {"content-type": "text/plain"}, f"internal error for /api/mcp?key={canary}".encode()
+            return 500, {"content-type": "text/plain", "retry-after": "0"}, f"internal error for /api/mcp?key={canary}".encode()
         result = ({"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "t", "version": "1"}}
                   if body["method"] == "initialize" else {"content": [{"type": "text", "text": "# Quotas\n\nNone."}]})
         return 200, {"content-type": "application/json"}, json.dumps(
