@@ -1,8 +1,10 @@
 """Only regular files are read: a named pipe, a device or a file past its kind's size limit given as an
 input (or planted in a run folder, a sibling folder, the settings) is one line naming it, exit 2, at once.
 
-Each command runs in a subprocess with a timeout and a memory limit: a command that waits on a pipe or
-reads `/dev/zero` fails the test instead of blocking it or filling the machine's memory.
+Each command runs in a process of its own with a timeout and a memory limit: a command that waits on a pipe
+or reads `/dev/zero` fails the test instead of blocking it or filling the machine's memory. The processes
+are forked from a server (`CommandServer`) that has imported the libraries a command imports (the model
+SDK alone takes seconds), so that each command starts at once.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import resource
+import select
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,11 +26,114 @@ from cli.test_hostile_inputs import CASSETTE, CLAIMS, GOLD, PAGE, RESULTS, URL
 from factories import closed_port_url, write_json, write_run
 from replay.files.regular import LIMITS
 
-CLI = [sys.executable, "-c", "from replay.cli.main import main; import sys; sys.exit(main())"]
 TIMEOUT = 30
 """Seconds a command may take here (each takes about one): past it, it is waiting on something."""
 MEMORY = 3 << 30
 """The address space a command may use: reading /dev/zero fails fast instead of filling the machine."""
+
+_SERVER = r"""
+import atexit, json, os, resource, signal, sys, threading
+for name in ("anthropic", "httpx", "pydantic", "rich", "click", "yaml", "vcr"):
+    __import__(name)  # the libraries, not our package: each command imports that itself, as a new process does
+requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+replies = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+devnull = os.open(os.devnull, os.O_RDWR)
+os.dup2(devnull, 0)
+os.dup2(devnull, 1)
+replies.write(json.dumps({"threads": threading.active_count()}) + "\n")
+for line in requests:
+    request = json.loads(line)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            requests.close()
+            replies.close()
+            os.chdir(request["cwd"])
+            os.environ.clear()
+            os.environ.update(request["env"])
+            for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+                opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.dup2(opened, fd)
+                os.close(opened)
+            os.close(devnull)
+            resource.setrlimit(resource.RLIMIT_AS, (request["memory"], request["memory"]))
+            signal.alarm(request["timeout"])  # past it the command is killed (SIGALRM), blocked or not
+            from replay.cli.main import main
+            try:
+                code = main(request["argv"])
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            atexit._run_exitfuncs()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    replies.write(json.dumps({"status": os.waitstatus_to_exitcode(status)}) + "\n")
+"""
+
+
+@dataclass
+class Done:
+    """What a command run by `CommandServer` left: its exit code, stdout and stderr."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class CommandServer:
+    """A Python process that has imported the libraries a command imports and forks a process per command:
+    the command's own working folder, environment, standard output and error (files, standard input
+    /dev/null), address space limited to MEMORY, killed after TIMEOUT seconds."""
+
+    def __init__(self, scratch: Path) -> None:
+        self.scratch = scratch
+        self.proc = subprocess.Popen([sys.executable, "-c", _SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, encoding="utf-8", bufsize=1)
+        ready = json.loads(self._reply(120) or "{}")
+        assert ready.get("threads") == 1, f"the command server did not start, or runs threads: {ready}"
+
+    def _reply(self, timeout: float) -> str:
+        assert self.proc.stdout is not None
+        if not select.select([self.proc.stdout], [], [], timeout)[0]:
+            pytest.fail(f"the command server answered nothing in {timeout} s")
+        return self.proc.stdout.readline()
+
+    def run(self, argv: list[str], cwd: Path) -> Done:
+        assert self.proc.stdin is not None
+        out, err = self.scratch / "stdout", self.scratch / "stderr"
+        self.proc.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd), "env": dict(os.environ), "stdout": str(out),
+                                          "stderr": str(err), "memory": MEMORY, "timeout": TIMEOUT}) + "\n")
+        self.proc.stdin.flush()
+        line = self._reply(TIMEOUT + 60)
+        assert line, "the command server died"
+        status = json.loads(line)["status"]
+        if status == -signal.SIGALRM:
+            pytest.fail(f"judge-replay {' '.join(argv)} still running after {TIMEOUT} s: it waits on something")
+        return Done(status, out.read_text("utf-8"), err.read_text("utf-8"))
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CommandServer]:
+    commands = CommandServer(tmp_path_factory.mktemp("command-server"))
+    yield commands
+    commands.close()
 
 
 @pytest.fixture
@@ -44,18 +151,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         (run / "run.json").write_text(json.dumps(manifest), "utf-8")
     write_json(tmp_path / "gold.json", GOLD)
     return tmp_path
-
-
-def _limited() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
-
-
-def run_cli(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run([*CLI, *argv], cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT,
-                              preexec_fn=_limited, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"judge-replay {' '.join(argv)} still running after {TIMEOUT} s: it waits on something")
 
 
 def fifo(path: str) -> Callable[[Path], None]:
@@ -131,23 +226,24 @@ CASES = [
 
 @pytest.mark.parametrize(("argv", "names", "says", "setup"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_a_file_that_is_not_regular_or_too_large_is_one_line(argv: list[str], names: str, says: str,
-                                                            setup: list[Callable[[Path], None]], project: Path) -> None:
+                                                            setup: list[Callable[[Path], None]], project: Path,
+                                                            server: CommandServer) -> None:
     for step in setup:
         step(project)
     learn, model = closed_port_url(), closed_port_url().removesuffix("/api/mcp")
     argv = [*argv, "--learn-url", learn, "--anthropic-base-url", model] if argv[0] == "judge" else argv
-    done = run_cli(argv, project)
+    done = server.run(argv, project)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr
     assert len(lines) == 1 and lines[0].startswith("judge-replay: "), done.stderr
     assert names in lines[0] and says in lines[0], done.stderr
 
 
-def test_cassettes_list_counts_a_pipe_as_no_interaction(project: Path) -> None:
+def test_cassettes_list_counts_a_pipe_as_no_interaction(project: Path, server: CommandServer) -> None:
     """`list` counts, `verify` checks: a named pipe for a cassette is a row with nothing in it, at once."""
     os.unlink(project / "runs" / "a" / CASSETTE)
     os.mkfifo(project / "runs" / "a" / CASSETTE)
-    done = run_cli(["cassettes", "list", "runs"], project)
+    done = server.run(["cassettes", "list", "runs"], project)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert [line.split()[0] for line in done.stdout.splitlines()] == ["run", "a", "b"]
 
@@ -157,12 +253,13 @@ def test_cassettes_list_counts_a_pipe_as_no_interaction(project: Path) -> None:
                                    sparse("runs/c/results.json", PAST["results"])],
                          ids=["results.json to /dev/zero", "results.json a pipe", "cassette a pipe",
                               "run.json to /dev/zero", "results.json past its limit"])
-def test_diff_skips_a_sibling_it_cannot_read_and_says_so(plant: Callable[[Path], None], project: Path) -> None:
+def test_diff_skips_a_sibling_it_cannot_read_and_says_so(plant: Callable[[Path], None], project: Path,
+                                                         server: CommandServer) -> None:
     """A third folder beside the two runs, with a device, a pipe or an oversized file in it: `diff` of the
     two runs is made without it, and its note names it."""
     write_run(project / "runs" / "c", prompt="v3", results=RESULTS, pages={"docs/a.md": {URL: PAGE}})
     plant(project)
-    done = run_cli(["diff", "runs/a", "runs/b", "--format", "json"], project)
+    done = server.run(["diff", "runs/a", "runs/b", "--format", "json"], project)
     assert done.returncode == 0, done.stderr
     notes = [n for n in json.loads(done.stdout)["notes"] if n.startswith("skipped")]
     assert len(notes) == 1 and os.path.join("runs", "c") in notes[0], notes
