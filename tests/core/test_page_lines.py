@@ -32,7 +32,23 @@ def _texts(name: str) -> tuple[str, str]:
 
 
 def ref_lines(text: str) -> list[Located]:
-    return [Located(i, line) for i, line in enumerate(text.splitlines()) if line.strip()]
+    return list(_ref_lines(text))
+
+
+@functools.cache
+def _ref_lines(text: str) -> tuple[Located, ...]:
+    """A page's non-blank lines, read once per page (every line of a page is checked against the others)."""
+    return tuple(Located(i, line) for i, line in enumerate(text.splitlines()) if line.strip())
+
+
+@functools.cache
+def _ref_rows(text: str) -> tuple[frozenset[str], tuple[tuple[Located, list[str] | None, tuple[str, ...]], ...]]:
+    """A page read once for `ref_counterpart`: its lines' normalised texts, and each line with its table cells
+    (None: not a row) and its row key."""
+    lines = _ref_lines(text)
+    cells = [page_lines._cells(n.line) for n in lines]
+    return (frozenset(normalise_ws(n.line) for n in lines),
+            tuple((n, c, page_lines._row_key(c) if c is not None else ()) for n, c in zip(lines, cells)))
 
 
 def ref_ratio(a: str, b: str, floor: float = page_lines._SIMILAR) -> float:
@@ -55,22 +71,23 @@ def ref_renamed_key(old: tuple[str, ...], new: tuple[str, ...]) -> bool:
 def ref_counterpart(line: str, new_text: str) -> Located | None:
     new_lines = ref_lines(new_text)
     wanted = normalise_ws(line)
-    if wanted in {normalise_ws(n.line) for n in new_lines}:
+    normalised, read = _ref_rows(new_text)
+    if wanted in normalised:
         return next(n for n in new_lines if normalise_ws(n.line) == wanted)
     cells = page_lines._cells(line)
     if cells is not None:
         key = page_lines._row_key(cells)
-        rows = [(n, c) for n in new_lines if (c := page_lines._cells(n.line)) is not None]
-        same_key = [(n, c) for n, c in rows if key and page_lines._row_key(c) == key]
+        rows = [(n, c, k) for n, c, k in read if c is not None]
+        same_key = [(n, c) for n, c, k in rows if key and k == key]
         if len(cells) > 1 and page_lines._is_version(cells[1]) and len(same_key) > 1:  # one row per version
             same_key = [(n, c) for n, c in same_key if cells[1] in c]
             if not same_key:
                 return None
         if same_key:
             return max(same_key, key=lambda nc: (page_lines._equal_cells(cells, nc[1]), ref_ratio(line, nc[0].line)))[0]
-        candidates = [n for n, c in rows if ref_renamed_key(key, page_lines._row_key(c))]
+        candidates = [n for n, c, k in rows if ref_renamed_key(key, k)]
     else:
-        candidates = [n for n in new_lines if page_lines._cells(n.line) is None]
+        candidates = [n for n, c, _ in read if c is None]
     words = set(subject_words(line))
     best, best_score = None, (0, 0.0)
     for cand in candidates:
@@ -83,10 +100,15 @@ def ref_counterpart(line: str, new_text: str) -> Located | None:
     return best
 
 
+@functools.cache
+def ref_token_lines(text: str) -> tuple[tuple[Located, frozenset[str]], ...]:
+    """Each non-blank line of a page with its tokens, read once per page."""
+    return tuple((line, page_lines._tokset(line.line)) for line in _ref_lines(text))
+
+
 def ref_value_line(text: str, values: set[str], words: set[str]) -> Located | None:
     best, best_score = None, (0, 0)
-    for line in ref_lines(text):
-        toks = page_lines._tokset(line.line)
+    for line, toks in ref_token_lines(text):
         score = (len(values & toks), len(words & toks))
         if score[0] and score > best_score:
             best, best_score = line, score
@@ -95,13 +117,12 @@ def ref_value_line(text: str, values: set[str], words: set[str]) -> Located | No
 
 def ref_support(text: str, claim: str, values: set[str]) -> tuple[tuple[bool, int], Located | None]:
     words = page_lines._claim_words(claim)
-    lines = ref_lines(text)
+    lines = ref_token_lines(text)
     if not values:
-        line = next((line for line in lines if words and words <= page_lines._tokset(line.line)), None)
+        line = next((line for line, toks in lines if words and words <= toks), None)
         return (line is not None, 0), line
     best, best_count = None, -1
-    for line in lines:
-        toks = page_lines._tokset(line.line)
+    for line, toks in lines:
         if values <= toks and len(words & toks) > best_count:
             best, best_count = line, len(words & toks)
     grounds = values <= page_lines._page_tokens(text)
@@ -116,8 +137,9 @@ def ref_page(text: str) -> tuple[list[set[str]], list[str]]:
 
 def ref_focus_lines(text: str, values: list[str], quotes: list[str], subjects: list[str]) -> set[int]:
     sets, normalised = ref_page(text)
-    by_value = [len(set(values) & t) for t in sets]
-    by_subject = [len(set(subjects) & t) for t in sets]
+    value_set, subject_set = set(values), set(subjects)
+    by_value = [len(value_set & t) for t in sets]
+    by_subject = [len(subject_set & t) for t in sets]
     hits: set[int] = set()
     best = max(by_value, default=0)
     if best:
