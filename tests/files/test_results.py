@@ -105,20 +105,21 @@ def test_any_other_results_text_is_read_or_refused_as_the_whole_parse_does(tmp_p
 # --------------------------------------------------------------------------- reports printed as they are made
 
 
-def _report_of_many_flips(copies: int):
+def _report_of_many_flips(flips: int):
+    """The demo's v2 -> v3-demo-2026-09 report, its flips repeated to at least `flips` of them."""
     from replay.analysis.flip_inputs import explain_flips
     from replay.runs.folder import Run
 
     report = explain_flips(Run(CASSETTES / "v2-demo"), Run(CASSETTES / "v3-demo-2026-09"), text_only=True)
     assert report.flips
-    return report.model_copy(update={"flips": report.flips * copies})
+    return report.model_copy(update={"flips": report.flips * -(-flips // len(report.flips))})
 
 
 def test_the_text_diff_is_handed_on_in_pieces_that_make_the_whole_report():
     from replay.reports.plain_table import PRINTED_LINES
     from replay.reports.flips import render_text, write_text
 
-    report = _report_of_many_flips(3 * PRINTED_LINES // 2)
+    report = _report_of_many_flips(3 * PRINTED_LINES // 2)  # two lines each at least: three pieces' worth
     pieces: list[str] = []
     write_text(report, pieces.append)
     assert len(pieces) >= 3  # handed on as it was laid out, not held whole
