@@ -69,7 +69,7 @@ from replay.files.regular import open_regular
 from replay.secrets.registry import contains_secret, known
 from replay.cassettes.entry_format import decode, encode
 
-FORMAT = 3
+FORMAT = 4
 """Bump when the entry file's own layout changes."""
 STAMP_FORMAT = 1
 """Bump when a stamp's layout changes."""
@@ -96,14 +96,20 @@ def cache_folder() -> Path:
     """The folder of the entries: `JUDGE_REPLAY_CACHE_DIR`, else the user's cache folder (the platform's
     convention: `~/.cache/judge-replay` on Linux, `~/Library/Caches/judge-replay` on macOS, under
     `%LOCALAPPDATA%` on Windows), `cassettes/` in it; inside `private_entries`, that block's own folder."""
+    return Path(_folder())
+
+
+def _folder() -> str:
+    """`cache_folder` as text (asked once per cassette: a run's hundreds are not made `Path`s)."""
     if _private[0] is not None:
-        return Path(_private[0])
-    return Path(_base_folder(os.environ.get(FOLDER_VARIABLE, ""))) / "cassettes"
+        return _private[0]
+    return _entries_folder(os.environ.get(FOLDER_VARIABLE, ""))
 
 
 @functools.lru_cache(maxsize=16)
-def _base_folder(variable: str) -> str:
-    return os.path.abspath(os.path.expanduser(variable)) if variable else platformdirs.user_cache_dir("judge-replay")
+def _entries_folder(variable: str) -> str:
+    base = os.path.abspath(os.path.expanduser(variable)) if variable else platformdirs.user_cache_dir("judge-replay")
+    return os.path.join(base, "cassettes")
 
 
 def _entries_base(cassette: Path) -> str | None:
@@ -111,7 +117,7 @@ def _entries_base(cassette: Path) -> str | None:
     are not made `Path`s, whose parts Python keeps interned); None when there is no cache for it."""
     if is_off() and _private[0] is None:
         return None
-    return _entry_base(os.getcwd(), os.fspath(cassette), os.fspath(cache_folder()))
+    return _entry_base(os.getcwd(), os.fspath(cassette), _folder())
 
 
 def _entry_file(base: str, tag: str) -> str:
