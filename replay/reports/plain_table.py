@@ -387,6 +387,8 @@ class LinePrinter:
 
     def __init__(self, console: Console) -> None:
         self.console = console
+        self.width = console.width
+        """The console's width when the printer was made (rich works it out anew each time it is asked)."""
         self.plain = shows_no_style(console)
         self.pending: list[str] = []
 
@@ -413,6 +415,18 @@ class LinePrinter:
                 return
         self.flush()
         self.console.print(markup, soft_wrap=soft_wrap)
+
+    def print_line(self, text: str, style: str = "") -> None:
+        """A line of text, no markup read, printed as `console.print(Text(text, style=style), soft_wrap=True)`
+        prints it (`reports.tables.print_wrapped`'s lines)."""
+        if (self.plain and "\n" not in text and not _OUTSIDE_FAST_LINES.search(text)
+                and not any(j in text for j in _JOINERS)):
+            self.pending.append(text)  # soft wrap: rich keeps the line as it is, trailing spaces too
+            if len(self.pending) >= PRINTED_LINES:
+                self.flush()
+            return
+        self.flush()
+        self.console.print(Text(text, style=style), soft_wrap=True)
 
     def print_text(self, text: Text) -> None:
         """A line already laid out to the console's width (no markup read, nothing wrapped)."""
