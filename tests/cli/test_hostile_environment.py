@@ -23,10 +23,12 @@ def _environment(**extra: str) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("JUDGE_REPLAY_DEBUG", "PYTHONIOENCODING")} | extra
 
 
-@pytest.fixture
-def demo_project(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def demo_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled demo (its settings, runs and gold set) in a folder of its own, plus a copy of the v3 run
-    under a name a Latin-1 or ASCII terminal cannot show."""
+    under a name a Latin-1 or ASCII terminal cannot show. Made once for the module: the commands run in it
+    only read it (and the derived cache, `DEMO_CACHE`)."""
+    tmp_path = tmp_path_factory.mktemp("demo")
     shutil.copytree(REPO / "cassettes", tmp_path / "cassettes")
     shutil.copytree(REPO / "demo", tmp_path / "demo")
     shutil.copytree(REPO / "cassettes" / "v3-demo", tmp_path / EMOJI_RUN)
@@ -35,6 +37,10 @@ def demo_project(tmp_path: Path) -> Path:
         "baseline = 'cassettes/v2-demo'\ncandidates = ['cassettes/v3-demo', 'cassettes/v1-demo']\n", "utf-8")
     return tmp_path
 
+
+DEMO_CACHE = ".derived-cache"
+"""The derived-cache folder of the commands run in `demo_project` (JUDGE_REPLAY_CACHE_DIR): the module's, so
+only the first command to read a run parses its cassettes."""
 
 OUTPUTS = {
     "bakeoff": ["bakeoff", "--no-replay"],
@@ -50,8 +56,8 @@ OUTPUTS = {
 @pytest.mark.parametrize("argv", OUTPUTS.values(), ids=OUTPUTS.keys())
 def test_a_terminal_that_cannot_show_utf8_gets_escapes(argv: list[str], encoding: str, demo_project: Path) -> None:
     """What the terminal's encoding cannot show is printed as a backslash escape, never a crash."""
-    done = subprocess.run([*CLI, *argv], cwd=demo_project, env=_environment(PYTHONIOENCODING=encoding),
-                          capture_output=True, timeout=120)
+    env = _environment(PYTHONIOENCODING=encoding, JUDGE_REPLAY_CACHE_DIR=str(demo_project / DEMO_CACHE))
+    done = subprocess.run([*CLI, *argv], cwd=demo_project, env=env, capture_output=True, timeout=120)
     err = done.stderr.decode("utf-8", errors="replace")
     assert done.returncode in (0, 1) and done.returncode != INTERNAL_ERROR, err
     assert "internal error" not in err and "Traceback" not in err, err
