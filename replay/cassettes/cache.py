@@ -69,7 +69,7 @@ from replay.files.regular import open_regular
 from replay.secrets.registry import contains_secret, known
 from replay.cassettes.entry_format import decode, encode
 
-FORMAT = 3
+FORMAT = 4
 """Bump when the entry file's own layout changes."""
 STAMP_FORMAT = 1
 """Bump when a stamp's layout changes."""
@@ -96,14 +96,20 @@ def cache_folder() -> Path:
     """The folder of the entries: `JUDGE_REPLAY_CACHE_DIR`, else the user's cache folder (the platform's
     convention: `~/.cache/judge-replay` on Linux, `~/Library/Caches/judge-replay` on macOS, under
     `%LOCALAPPDATA%` on Windows), `cassettes/` in it; inside `private_entries`, that block's own folder."""
+    return Path(_folder())
+
+
+def _folder() -> str:
+    """`cache_folder` as text (asked once per cassette: a run's hundreds are not made `Path`s)."""
     if _private[0] is not None:
-        return Path(_private[0])
-    return Path(_base_folder(os.environ.get(FOLDER_VARIABLE, ""))) / "cassettes"
+        return _private[0]
+    return _entries_folder(os.environ.get(FOLDER_VARIABLE, ""))
 
 
 @functools.lru_cache(maxsize=16)
-def _base_folder(variable: str) -> str:
-    return os.path.abspath(os.path.expanduser(variable)) if variable else platformdirs.user_cache_dir("judge-replay")
+def _entries_folder(variable: str) -> str:
+    base = os.path.abspath(os.path.expanduser(variable)) if variable else platformdirs.user_cache_dir("judge-replay")
+    return os.path.join(base, "cassettes")
 
 
 def _entries_base(cassette: Path) -> str | None:
@@ -111,7 +117,7 @@ def _entries_base(cassette: Path) -> str | None:
     are not made `Path`s, whose parts Python keeps interned); None when there is no cache for it."""
     if is_off() and _private[0] is None:
         return None
-    return _entry_base(os.getcwd(), os.fspath(cassette), os.fspath(cache_folder()))
+    return _entry_base(os.getcwd(), os.fspath(cassette), _folder())
 
 
 def _entry_file(base: str, tag: str) -> str:
@@ -229,19 +235,36 @@ def _stat_of(st: os.stat_result) -> list[int]:
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
+_believed: dict[str, tuple[list[int], list[int], str]] = {}
+"""The stamps this process read and believed: stamp path -> (the stamp file's own stat, the stat of the
+file it is for, that file's sha256). While the stamp file is the one read (same stat: a stamp is only
+ever replaced whole, by a rename), it says the same, and is not read again for a file with that stat:
+`cassettes.parallel` looks at every cassette's hash before the command's serial work asks again."""
+
+
 def _stamped_sha256(stamp: str, st: os.stat_result) -> str | None:
     """The sha256 the stamp keeps, if it is for a file with this stat that was still for `RACY_NS` when
     read; else None (no stamp, another file, a racily clean one, a damaged stamp)."""
+    stat = _stat_of(st)
+    seen = _believed.get(stamp)
+    if seen is not None and seen[1] == stat:
+        try:
+            if _stat_of(os.stat(stamp)) == seen[0]:
+                return seen[2]
+        except OSError:
+            return None
     try:
         with open(stamp, "rb") as fh:
+            own = _stat_of(os.fstat(fh.fileno()))
             found = json.loads(fh.read())
     except (OSError, ValueError):
         return None
-    if not isinstance(found, dict) or found.get("format") != STAMP_FORMAT or found.get("stat") != _stat_of(st):
+    if not isinstance(found, dict) or found.get("format") != STAMP_FORMAT or found.get("stat") != stat:
         return None
     read_at, sha256 = found.get("read_at_ns"), found.get("sha256")
     if not isinstance(read_at, int) or st.st_ctime_ns + RACY_NS > read_at or not isinstance(sha256, str) or len(sha256) != 64:
         return None
+    _believed[stamp] = (own, stat, sha256)
     return sha256
 
 

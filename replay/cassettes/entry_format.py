@@ -3,24 +3,30 @@
     payload = encode(value)      # None: a value of a kind this format does not hold
     value = decode(payload)      # ValueError on anything it did not write
 
-A payload is a JSON skeleton (one line), a newline, then a blob area. JSON holds None, booleans, ints,
-floats, strings, lists and dicts with string keys as themselves; a tuple becomes `{"\\u0000t": [...]}`,
-bytes `{"\\u0000b": [offset, length]}` into the blob area (kept raw: a page's bytes are not escaped
-and parsed again), and a dict of the data whose only key starts with NUL becomes `{"\\u0000d": [[k, v]]}`,
-so nothing the data holds is read as a tag. A skeleton with no tag at all (a parsed YAML document,
-always) is returned as `json.loads` gives it; otherwise its object hook puts the tuples and bytes back.
+A payload is a JSON head (one line), a newline, then a blob area. The head is
+`{"fix": [...], "value": skeleton}`: the skeleton holds None, booleans, ints, floats, strings, lists
+and dicts with string keys as themselves, a tuple as a list and bytes as null; each fix puts one of
+those back, at the path (keys and list indexes from the top) where it stands:
+
+    ["t", path]                  the list there becomes a tuple
+    ["b", path, offset, length]  the null there becomes those bytes of the blob area (kept raw: a
+                                 page's bytes are not escaped and parsed again)
+
+Fixes are listed innermost first, so a tuple's items are put back before it is made a tuple. The
+skeleton is read by `json.loads` alone, at C speed, and only the fixes are walked in Python: a
+value with no tuple or bytes in it (a parsed YAML document, always) costs nothing more.
 
 Unlike `marshal` or `pickle`, whose readers build what the bytes say (code objects; interpreter
-crashes on crafted input), `json.loads` and its hook make nothing but the plain values above, and any
-bytes they did not write (a bad tag, a blob outside the area, nesting too deep) raise ValueError.
+crashes on crafted input), `json.loads` makes nothing but the plain values above, and a fix that is
+not one `encode` would write (an unknown kind, a path through anything but a list or dict, a step
+out of range, a tuple made of anything but a list, bytes put anywhere but on a null, a blob outside
+the area) raises ValueError, as do bytes that are not a head at all.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
-
-_T, _B, _D = "\0t", "\0b", "\0d"
 
 
 class _Unsupported(Exception):
@@ -30,34 +36,51 @@ class _Unsupported(Exception):
 def encode(value: Any) -> bytes | None:
     """The payload of `value`; None when it holds anything but the kinds above."""
     blobs: list[bytes] = []
-    size = [0]
-    tagged = [False]
+    fixes: list[list[Any]] = []
+    path: list[str | int] = []
+    size = 0
 
     def pack(v: Any) -> Any:
-        if v is None or type(v) in (str, bool, int, float):
+        nonlocal size
+        kind = type(v)
+        if v is None or kind is str or kind is bool or kind is int or kind is float:
             return v
-        if type(v) is list:
-            return [pack(x) for x in v]
-        if type(v) is dict:
-            if not all(type(k) is str for k in v):
-                raise _Unsupported
-            if len(v) == 1 and next(iter(v)).startswith("\0"):
-                tagged[0] = True
-                return {_D: [[k, pack(x)] for k, x in v.items()]}
-            return {k: pack(x) for k, x in v.items()}
-        if isinstance(v, tuple):  # NamedTuples too: read back as plain tuples, which unpack the same
-            tagged[0] = True
-            return {_T: [pack(x) for x in v]}
-        if type(v) is bytes:
-            tagged[0] = True
+        if kind is dict:
+            out = {}
+            for k, x in v.items():
+                if type(k) is not str:
+                    raise _Unsupported
+                t = type(x)
+                if t is str or x is None or t is int or t is float or t is bool:  # a leaf: no call, no path
+                    out[k] = x
+                else:
+                    path.append(k)
+                    out[k] = pack(x)
+                    path.pop()
+            return out
+        if kind is list or isinstance(v, tuple):  # NamedTuples too: read back as plain tuples, which unpack the same
+            items = []
+            for i, x in enumerate(v):
+                t = type(x)
+                if t is str or x is None or t is int or t is float or t is bool:
+                    items.append(x)
+                else:
+                    path.append(i)
+                    items.append(pack(x))
+                    path.pop()
+            if kind is not list:
+                fixes.append(["t", list(path)])
+            return items
+        if kind is bytes:
             blobs.append(v)
-            size[0] += len(v)
-            return {_B: [size[0] - len(v), len(v)]}
+            fixes.append(["b", list(path), size, len(v)])
+            size += len(v)
+            return None
         raise _Unsupported
 
     try:
         skeleton = pack(value)
-        head = json.dumps({"tagged": tagged[0], "value": skeleton}, separators=(",", ":"))  # ASCII: no newline
+        head = json.dumps({"fix": fixes, "value": skeleton}, separators=(",", ":"))  # ASCII: no newline
     except (_Unsupported, RecursionError, ValueError):
         return None
     return head.encode("ascii") + b"\n" + b"".join(blobs)
@@ -67,40 +90,48 @@ def decode(payload: bytes) -> Any:
     """The value `encode` wrote as `payload`; ValueError for any other bytes."""
     end = payload.find(b"\n")
     if end < 0:
-        raise ValueError("no skeleton line")
-    if not payload.startswith(b'{"tagged":true,'):
-        return _plain(json.loads(payload[:end]))
-    area = memoryview(payload)[end + 1:]
-
-    def tags(v: dict[str, Any]) -> Any:  # called by json for each object, innermost first
-        if len(v) != 1:
-            return v
-        key, inner = next(iter(v.items()))
-        if key == _T and type(inner) is list:
-            return tuple(inner)
-        if key == _B:
-            if (type(inner) is not list or len(inner) != 2 or type(inner[0]) is not int or type(inner[1]) is not int
-                    or inner[0] < 0 or inner[1] < 0 or inner[0] + inner[1] > len(area)):
-                raise ValueError("a blob outside the entry")
-            return bytes(area[inner[0]:inner[0] + inner[1]])
-        if key == _D and type(inner) is list:
-            if not (len(inner) == 1 and type(inner[0]) is list and len(inner[0]) == 2 and type(inner[0][0]) is str):
-                raise ValueError("a bad escaped mapping")
-            return {inner[0][0]: inner[0][1]}
-        if key.startswith("\0"):
-            raise ValueError("an unknown tag")
-        return v
-
+        raise ValueError("no head line")
     try:
-        head = json.loads(payload[:end], object_hook=tags)
+        head = json.loads(payload[:end])
     except (RecursionError, UnicodeDecodeError) as exc:
         raise ValueError(str(exc)) from exc
-    if not isinstance(head, dict) or set(head) != {"tagged", "value"} or head["tagged"] is not True:
-        raise ValueError("not an entry skeleton")
-    return head["value"]
+    if type(head) is not dict or len(head) != 2 or type(head.get("fix")) is not list or "value" not in head:
+        raise ValueError("not an entry head")
+    fixes, value = head["fix"], head["value"]
+    if not fixes:
+        return value
+    area = memoryview(payload)[end + 1:]
+    root = [value]  # the value as the one item of a list: every fix has a parent to set it in
+    for fix in fixes:
+        if type(fix) is not list or len(fix) < 2 or type(fix[1]) is not list:
+            raise ValueError("a bad fix")
+        kind, steps = fix[0], fix[1]
+        parent: Any = root
+        step: Any = 0
+        for following in steps:
+            parent = _step(parent, step)
+            step = following
+        current = _step(parent, step)
+        if kind == "t" and len(fix) == 2 and type(current) is list:
+            parent[step] = tuple(current)
+        elif kind == "b" and len(fix) == 4 and current is None:
+            offset, length = fix[2], fix[3]
+            if (type(offset) is not int or type(length) is not int or offset < 0 or length < 0
+                    or offset + length > len(area)):
+                raise ValueError("a blob outside the entry")
+            parent[step] = bytes(area[offset:offset + length])
+        else:
+            raise ValueError("a bad fix")
+    return root[0]
 
 
-def _plain(head: Any) -> Any:
-    if not isinstance(head, dict) or set(head) != {"tagged", "value"} or head["tagged"] is not False:
-        raise ValueError("not an entry skeleton")
-    return head["value"]
+def _step(container: Any, step: Any) -> Any:
+    """`container[step]` for a list and an index in it, or a dict and a key of it; ValueError otherwise
+    (a tuple already made, a string, a step of the wrong type or out of range)."""
+    if type(container) is list:
+        if type(step) is int and 0 <= step < len(container):
+            return container[step]
+    elif type(container) is dict:
+        if type(step) is str and step in container:
+            return container[step]
+    raise ValueError("a fix's path leads nowhere")

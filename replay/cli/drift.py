@@ -20,6 +20,7 @@ from replay.files.inputs import load_claims
 from replay.files.json_text import model_json_pieces
 from replay.judge.page_snapshot import record_page_snapshot
 from replay.reports.fit import column_needs, spread
+from replay.reports.plain_table import LinePrinter
 from replay.reports.tables import console_for, print_command, print_table, print_wrapped
 from replay.runs.folder import Run, new_runs_folder, warm_conversations
 from replay.runs.page_store import cassettes_root, index_or_warn
@@ -142,12 +143,14 @@ def print_report(report: DriftReport) -> None:
     if table.row_count and _whole_words_fit(report, console.width):
         print_table(console, table, soft_wrap=False)
     elif table.row_count:  # too narrow for the table without breaking a claim id or a URL: one block per claim
+        lines = LinePrinter(console)  # thousands of short lines: printed a few hundred at a time
         for status in _LISTED:
             for c in (c for c in report.claims if c.status == status):
-                print_wrapped(console, f"{c.status}  {c.file}:{c.id}  {c.verdict or '-'}", _STYLE[c.status])
-                print_wrapped(console, f"page: {_short_url(c.evidence_url)}", indent=2, hang=4)
+                print_wrapped(console, f"{c.status}  {c.file}:{c.id}  {c.verdict or '-'}", _STYLE[c.status], printer=lines)
+                print_wrapped(console, f"page: {_short_url(c.evidence_url)}", indent=2, hang=4, printer=lines)
                 for n, part in enumerate(_change(c).plain.split("\n")):  # old, then `→ new` under it
-                    print_wrapped(console, part, indent=4 if n else 2, hang=4)
+                    print_wrapped(console, part, indent=4 if n else 2, hang=4, printer=lines)
+        lines.flush()
     intact: dict[str, int] = {}
     for c in report.claims:
         if c.status == "changed-quote-intact":

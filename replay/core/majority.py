@@ -15,6 +15,8 @@ def majority_index(verdicts: Sequence[Verdict | None]) -> int:
     verdict of the earliest sample among the tied verdicts; the record is the earliest sample giving that
     verdict. When no sample gave a verdict (or there are none), sample 1 (index 0).
     """
+    if len(verdicts) <= 1:  # a claim judged once (the usual run): its one record
+        return 0
     counts = Counter(v for v in verdicts if v is not None)
     if not counts:
         return 0

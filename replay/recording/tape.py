@@ -73,13 +73,23 @@ class _Tape:
             self._recorded = []
             return
         self._source = Cassette(self.path)
-        index = derived(self._source, _replay_index, tag=_INDEX_TAG, code=source_sha256())
-        for i, (digest, sent_forms, kind, rpc_method, rpc_id, *stored) in enumerate(index):
-            self.index.setdefault(digest, deque()).append(i)
-            for sent in sent_forms:
-                self.sent[sent] = _SentAs(digest, kind, (rpc_method, rpc_id) if kind == "learn" else None)
-            self.answers.append(_Stored(*stored))
+        rows = derived(self._source, _replay_index, tag=_INDEX_TAG, code=source_sha256())
+        try:
+            self._index(rows)
+        except (TypeError, ValueError):  # an entry that is not our index (a forged one): made again here
+            self.index, self.sent, self.answers = {}, {}, []
+            self._index(_replay_index(load_cassette(self._source)))
         self.played = [False] * len(self.answers)
+
+    def _index(self, rows: list[list[Any]]) -> None:
+        fromhex = bytes.fromhex
+        for i, (digest_hex, sent_forms, kind, rpc_method, rpc_id, *stored) in enumerate(rows):
+            digest = fromhex(digest_hex)
+            self.index.setdefault(digest, deque()).append(i)
+            learn = (rpc_method, rpc_id) if kind == "learn" else None
+            for method, path, query, sha256_hex in sent_forms:
+                self.sent[(method, path, query, fromhex(sha256_hex))] = _SentAs(digest, kind, learn)
+            self.answers.append(_Stored(*stored))
 
     @property
     def recorded(self) -> list[Interaction]:
@@ -181,15 +191,18 @@ def _index_of(path: Path) -> object:
     return derived(Cassette(path), _replay_index, tag=_INDEX_TAG, code=source_sha256())
 
 
-def _replay_index(interactions: list[Interaction]) -> list[tuple[Any, ...]]:
+def _replay_index(interactions: list[Interaction]) -> list[list[Any]]:
     """Per recorded interaction, what replay finds and plays it by: its key digest, the exact-bytes keys
     of its request (`cassettes.matching.sent_form`), its kind, JSON-RPC method and id, and its response as
     played (`_Stored`, with a Learn reply's id rewrite made once per cassette change). The requests
-    themselves are not kept: a replay reads them only when it needs them (`_Tape.recorded`)."""
-    out: list[tuple[Any, ...]] = []
+    themselves are not kept: a replay reads them only when it needs them (`_Tape.recorded`). Lists, and
+    digests in hex, so that its cache entry is plain JSON but for the bodies (`cassettes.entry_format`
+    reads that at C speed); `_Tape.load` makes the keys of it."""
+    out: list[list[Any]] = []
     for it in interactions:
         creq, sent_forms = sent_form(it.method, it.uri, it.request_body)
-        out.append((key_digest(creq.key), sent_forms, creq.kind, creq.rpc_method, creq.rpc_id, *_stored(it, creq)))
+        forms = [[method, path, query, digest.hex()] for method, path, query, digest in sent_forms]
+        out.append([key_digest(creq.key).hex(), forms, creq.kind, creq.rpc_method, creq.rpc_id, *_stored(it, creq)])
     return out
 
 

@@ -119,6 +119,10 @@ def wrap_words(text: str, width: int, *, indent: int = 0, hang: int | None = Non
 
 
 def _wrapped_paragraph(text: str, width: int, indent: int, hang: int) -> list[str]:
+    if text.isascii() and text.isprintable():  # one cell a character: a paragraph that fits is one line
+        kept = text.lstrip(" ")  # as the loop below makes it: leading spaces dropped, the rest kept
+        if indent + len(kept) <= width:
+            return [(" " * indent + kept).rstrip()]
     lines: list[str] = []
     line = ""
     lead = indent

@@ -322,7 +322,7 @@ def plain_panel(console: Console, title: str, rows: list[tuple[str, str]], note:
     rounded box titled `title`, the `rows` (label as rich markup, value as text) in a right-aligned grid,
     `note` under them and `body` below (rich's own layout of such a panel costs about 2 ms, the whole
     report at knowledge-base scale). None when the panel holds anything this layout does not cover (a
-    title wider than the box; a tab, an empty value or one that ends a line in the rows): rich prints
+    tab, an empty value or one that ends a line in the rows; a box too narrow): rich prints
     those. `labels` caches the labels as rich renders them. tests/test_render_panels.py holds it to rich."""
     width = console.width
     inner = width - 4  # the border and one space of padding on each side
@@ -337,12 +337,16 @@ def plain_panel(console: Console, title: str, rows: list[tuple[str, str]], note:
             or (body is not None and body.splitlines() != body.split("\n"))):  # a line break other than \n
         return None
     label_width = max(cell_len(label) for label in shown)
-    if cell_len(title) + 2 > width - 4 or label_width + 1 > inner // 2:
+    if width <= 6 or label_width + 1 > inner // 2:
         return None
     value_width = min(max(cell_len(line) for v in values for line in v.split("\n")), inner - label_width - 1)
-    out = [f"{ROUNDED.top_left}{ROUNDED.top} {title} {ROUNDED.top * (width - 6 - cell_len(title))}"
-           f"{ROUNDED.top}{ROUNDED.top_right}" if title else
-           f"{ROUNDED.top_left}{ROUNDED.top * (width - 2)}{ROUNDED.top_right}"]
+    if not title:
+        top = ROUNDED.top * (width - 2)
+    elif cell_len(title) + 2 > width - 4:  # cut to the box, as rich cuts a title too wide (no ellipsis)
+        top = f"{ROUNDED.top}{set_cell_size(f' {title} ', width - 4)}{ROUNDED.top}"
+    else:
+        top = f"{ROUNDED.top} {title} {ROUNDED.top * (width - 6 - cell_len(title))}{ROUNDED.top}"
+    out = [f"{ROUNDED.top_left}{top}{ROUNDED.top_right}"]
     for label, value in zip(shown, values):
         for i, line in enumerate(_panel_wrapped(console, value, value_width, justify="left", overflow="ellipsis")):
             cell = " " * (label_width - cell_len(label)) + label if i == 0 else " " * label_width
@@ -383,6 +387,8 @@ class LinePrinter:
 
     def __init__(self, console: Console) -> None:
         self.console = console
+        self.width = console.width
+        """The console's width when the printer was made (rich works it out anew each time it is asked)."""
         self.plain = shows_no_style(console)
         self.pending: list[str] = []
 
@@ -409,6 +415,18 @@ class LinePrinter:
                 return
         self.flush()
         self.console.print(markup, soft_wrap=soft_wrap)
+
+    def print_line(self, text: str, style: str = "") -> None:
+        """A line of text, no markup read, printed as `console.print(Text(text, style=style), soft_wrap=True)`
+        prints it (`reports.tables.print_wrapped`'s lines)."""
+        if (self.plain and "\n" not in text and not _OUTSIDE_FAST_LINES.search(text)
+                and not any(j in text for j in _JOINERS)):
+            self.pending.append(text)  # soft wrap: rich keeps the line as it is, trailing spaces too
+            if len(self.pending) >= PRINTED_LINES:
+                self.flush()
+            return
+        self.flush()
+        self.console.print(Text(text, style=style), soft_wrap=True)
 
     def print_text(self, text: Text) -> None:
         """A line already laid out to the console's width (no markup read, nothing wrapped)."""

@@ -16,7 +16,8 @@ from rich.text import Text
 from replay.core.display import printable, printable_block
 from replay.reports.fit import column_groups, column_needs, output_width, spread, wrap_command, wrap_words
 from replay.reports.markdown import markdown_cell, markdown_text
-from replay.reports.plain_table import PRINTED_LINES, Prerendered, plain_panel, plain_table_lines, shows_no_style
+from replay.reports.plain_table import (PRINTED_LINES, LinePrinter, Prerendered, plain_panel, plain_table_lines,
+                                        shows_no_style)
 
 def console_for(file: TextIO | None = None) -> Console:
     """A console on `file` (default stdout): the terminal's width on a terminal; elsewhere COLUMNS, else 80
@@ -26,17 +27,25 @@ def console_for(file: TextIO | None = None) -> Console:
     return Console(file=out, width=output_width(out), no_color=not tty, highlight=False, soft_wrap=True)
 
 
-def print_wrapped(console: Console, text: str, style: str = "", *, indent: int = 0, hang: int | None = None) -> None:
+def print_wrapped(console: Console, text: str, style: str = "", *, indent: int = 0, hang: int | None = None,
+                  printer: LinePrinter | None = None) -> None:
     """A line of data (shown through `printable`) wrapped at words to the console's width, the first line
-    indented by `indent`, the rest by `hang` (default indent + 2)."""
-    for line in wrap_words(printable(text), console.width, indent=indent, hang=hang):
-        console.print(Text(line, style=style), soft_wrap=True)
+    indented by `indent`, the rest by `hang` (default indent + 2). `printer`: a `LinePrinter` on `console`
+    that keeps the lines for one print with those of the calls before and after (flushed by the caller);
+    without it, this call's lines are printed at once."""
+    out = LinePrinter(console) if printer is None else printer
+    for line in wrap_words(printable(text), out.width, indent=indent, hang=hang):
+        out.print_line(line, style)
+    if printer is None:
+        out.flush()
 
 
 def print_command(console: Console, command: str, *, indent: int = 2) -> None:
     """A shell command wrapped to the console's width with `\\` continuations: it still pastes as one."""
+    out = LinePrinter(console)
     for line in wrap_command(printable(command), console.width, indent=indent):
-        console.print(Text(line), soft_wrap=True)
+        out.print_line(line)
+    out.flush()
 
 
 @dataclass

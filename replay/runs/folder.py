@@ -331,24 +331,32 @@ _CONVERSATION_TAG = "conversation"
 
 
 def _conversation_parser() -> str:
-    return f"conversation 1; {source_sha256()}"
+    return f"conversation 2; {source_sha256()}"
 
 
 def _conversation_of(path: Path) -> tuple[list[list[Any]], list[dict[str, Any]] | None]:
     """(Learn calls as [tool, arguments, text, is_error], the rendered batch's rows) of the cassette at
-    `path`, from the parsed-cassette cache when it holds them."""
+    `path`, from the parsed-cassette cache when it holds them. The entry keeps each call's text as UTF-8
+    bytes (a raw blob of the entry: read back without parsing a JSON string of a whole page); an entry
+    whose texts are not UTF-8 is not used (the cassette is parsed again)."""
     source = Cassette(path)
 
     def derive() -> tuple[list[list[Any]], list[dict[str, Any]] | None]:
         interactions = load_cassette(source)
-        calls = [[c.tool, c.arguments, c.text, c.is_error] for c in learn_calls(interactions)]
+        calls = [[c.tool, c.arguments, c.text.encode("utf-8", "surrogatepass"), c.is_error]
+                 for c in learn_calls(interactions)]
         return calls, _rendered_rows(interactions)
 
     try:
-        calls, rows = cached(source, _CONVERSATION_TAG, derive, parser=_conversation_parser())
+        kept, rows = cached(source, _CONVERSATION_TAG, derive, parser=_conversation_parser())
+        try:
+            calls = [[tool, args, text.decode("utf-8", "surrogatepass"), is_error] for tool, args, text, is_error in kept]
+        except (TypeError, ValueError, AttributeError):  # not what `derive` makes: the cassette is the truth
+            kept, rows = derive()
+            calls = [[tool, args, text.decode("utf-8", "surrogatepass"), is_error] for tool, args, text, is_error in kept]
     except OSError as exc:
         raise reading_error(path, exc) from exc
-    return list(calls), rows
+    return calls, rows
 
 
 def _rendered_rows(interactions: list[Interaction]) -> list[dict[str, Any]] | None:

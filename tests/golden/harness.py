@@ -368,11 +368,12 @@ def _written(before: dict[str, str], after: dict[str, str]) -> bytes:
 
 
 def _repo_state() -> dict[str, tuple[int, int]]:
-    """(size, mtime) of every file of the repository but .git, __pycache__ and the expected outputs."""
+    """(size, mtime) of every file of the repository but .git, the tools' caches (__pycache__, pytest's, mypy's:
+    the typing test may write mypy's while a case runs) and the expected outputs."""
     state = {}
     for folder, dirs, files in os.walk(REPO):
         here = Path(folder)
-        dirs[:] = [d for d in dirs if d not in (".git", "__pycache__", ".pytest_cache")
+        dirs[:] = [d for d in dirs if d not in (".git", "__pycache__", ".pytest_cache", ".mypy_cache")
                    and here / d != EXPECTED]
         for f in files:
             st = (here / f).lstat()

@@ -30,7 +30,10 @@ from replay.sim.batches import BatchSettings
 from locations import REPO
 
 CLAIMS = REPO / "demo" / "claims"
-CLI = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
+CLI = [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+       "from replay.cli.main import main; sys.exit(main())"]
+"""The CLI in a process of its own, which a SIGINT interrupts as Ctrl-C at a terminal does, even when the tests
+run with SIGINT ignored (a background job of a shell: its children would ignore it too, and run on)."""
 
 
 def batch_record_args(learn: Any, model: Any) -> list[str]:
@@ -174,6 +177,7 @@ def test_an_interrupted_batch_run_resumes_without_submitting_anything_twice(
         first_round = list(model.app.batches.log)
         assert not (workdir / "batch" / "run.json").exists()  # nothing written by the interrupted run
         assert journal.is_file()
+        model.app.batches.settings = BatchSettings()  # the resume's batches end at once: nothing left to stop
 
         assert main(resume) == 0, capsys.readouterr().err
         log = list(model.app.batches.log)
@@ -193,7 +197,8 @@ def test_a_run_stopped_while_its_batch_was_being_created_finds_that_batch_on_res
         workdir: Path, demo_learn: Any, stop: signal.Signals, capsys: Any) -> None:
     # the stand-in creates the batch, then answers the create 3 s later: the run is stopped meanwhile, so
     # it never learns the batch's id. The resume finds it among the workspace's batches (one of as many
-    # requests, created just after the create began) and uses its results: nothing is submitted twice
+    # requests, created just after the create began) and uses its results: nothing is submitted twice.
+    # The resume's own creates are answered at once (nothing is stopped during them)
     with start_model(batch_settings=BatchSettings(delay=0.2, create_answer_delay=3.0)) as model:
         args = batch_record_args(demo_learn, model)
         journal = journal_path(workdir / "batch")
@@ -206,6 +211,7 @@ def test_a_run_stopped_while_its_batch_was_being_created_finds_that_batch_on_res
         first = model.app.batches.log[0].batch_id
         if stop == signal.SIGKILL:
             assert json.loads(journal.read_text("utf-8"))["batches"] == []  # its id never reached the journal
+        model.app.batches.settings = BatchSettings()
         assert main([*args, "--resume"]) == 0, capsys.readouterr().err
         said = capsys.readouterr().err
         log = list(model.app.batches.log)
@@ -221,7 +227,7 @@ def test_a_run_stopped_while_its_batch_was_being_created_finds_that_batch_on_res
 
 def test_a_resume_of_another_run_is_refused_and_unused_batches_are_not_the_runs(
         workdir: Path, demo_learn: Any, capsys: Any) -> None:
-    with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.05)) as model:
+    with start_model(fetch_per_turn=1, batch_settings=BatchSettings()) as model:
         # a run stopped by --max-cost after its first round keeps its journal: what the run is, its round times
         assert judge_demo(demo_learn, model, "batch", "--batch", "--max-cost", "0.26", "--max-tokens", "8192") == 1
         capsys.readouterr()
@@ -267,7 +273,7 @@ def test_a_batch_create_whose_answer_is_lost_is_looked_for_not_sent_again(
     # the stand-in makes the first batch, then closes the connection without an answer: the SDK would send
     # the create again (a second batch, paid for twice, its id never seen). The runner looks for the batch
     # among the workspace's batches before sending it again, finds it, and uses it
-    with start_model(batch_settings=BatchSettings(delay=0.2, lost_create_answers=1)) as model:
+    with start_model(batch_settings=BatchSettings(lost_create_answers=1)) as model:
         assert judge_demo(demo_learn, model, "batch", "--batch") == 0, capsys.readouterr().err
         log = list(model.app.batches.log)
         batches = model.app.batches.newest_first()
@@ -283,7 +289,7 @@ def test_an_overloaded_create_and_a_results_download_cut_half_way_are_retried_no
         workdir: Path, demo_learn: Any, capsys: Any) -> None:
     # the first two creates are answered 529 (no batch made) and the first results download stops half-way:
     # the round waits and tries again (results are kept 29 days), every file gets its verdicts, nothing twice
-    faults = BatchSettings(delay=0.2, overloaded_creates=2, cut_results=1)
+    faults = BatchSettings(overloaded_creates=2, cut_results=1)
     with start_model(batch_settings=faults) as model:
         assert judge_demo(demo_learn, model, "batch", "--batch") == 0, capsys.readouterr().err
         log = list(model.app.batches.log)
@@ -310,7 +316,7 @@ def test_a_journaled_batch_the_api_does_not_know_is_submitted_again_not_waited_f
         kept = json.loads(journal.read_text("utf-8"))
         kept["batches"][0]["id"] = "msgbatch_gone"
         journal.write_text(json.dumps(kept), "utf-8")
-        model.app.batches.settings = BatchSettings(delay=0.2)
+        model.app.batches.settings = BatchSettings()
         assert main([*args, "--resume"]) == 0
         said = capsys.readouterr().err
     assert "batch msgbatch_gone is not known to the API, or its results are gone" in said
@@ -345,7 +351,7 @@ def test_a_batch_run_that_left_a_file_failed_keeps_its_journal_and_the_retry_pay
     # docs/evaluation.md's conversation outgrows the context window after its tool turns were answered (and
     # paid). The run is written with that file failed, and keeps its journal: the printed --retry-failed
     # command resumes from it, so the turns already answered are not submitted again
-    with start_model(cut_off=frozenset({"docs/evaluation.md"}), batch_settings=BatchSettings(delay=0.1)) as model:
+    with start_model(cut_off=frozenset({"docs/evaluation.md"}), batch_settings=BatchSettings()) as model:
         assert judge_demo(demo_learn, model, "batch", "--batch") == 1
         err = capsys.readouterr().err
         assert journal_path(workdir / "batch").is_file()
@@ -384,6 +390,7 @@ def test_the_bound_on_submissions_holds_across_a_resume(workdir: Path, demo_lear
         proc.kill()
         proc.communicate(timeout=60)
         assert len(submitted()) == 2
+        model.app.batches.settings = BatchSettings(errored="evaluation", every_time=True)  # the resume's batches end at once
         assert main([*args, "--resume"]) == 1
         err = capsys.readouterr().err
     assert len(submitted()) == 3
@@ -398,7 +405,7 @@ def test_a_retry_of_files_that_failed_after_their_answers_asked_for_tools_pays_f
     # the model's answers asked for it: those files fail on Learn, not on an answer, so the --retry-failed
     # --resume command takes every answer they were given from the journal (before, each failed file's
     # last journaled turn was dropped and paid for again, whatever the file failed on)
-    with start_model(batch_settings=BatchSettings(delay=0.1)) as model:
+    with start_model(batch_settings=BatchSettings()) as model:
         demo_learn.fail_next(10_000, 503, about="concepts/observability")
         assert judge_demo(demo_learn, model, "batch", "--batch") == 1
         err = capsys.readouterr().err
@@ -431,12 +438,12 @@ def test_a_retry_of_a_file_whose_entry_errored_at_every_submission_submits_it_af
     # bound ("errored (3 submission(s))"), at every retry. They are dropped when the file fails: the retry
     # submits that turn again, and only that one
     second = custom_id("docs/evaluation.md", 2, "")[:-1]
-    with start_model(batch_settings=BatchSettings(delay=0.05, errored=second, every_time=True)) as model:
+    with start_model(batch_settings=BatchSettings(errored=second, every_time=True)) as model:
         assert judge_demo(demo_learn, model, "batch", "--batch") == 1
         err = capsys.readouterr().err
         assert _submitted_since(model, 0)[next(c for c in _submitted_since(model, 0) if c.startswith(second))] == 3, err
         retry = shlex.split(err.split("To record just those again:\n", 1)[1].splitlines()[0])
-        model.app.batches.settings = BatchSettings(delay=0.05)
+        model.app.batches.settings = BatchSettings()
         start = len(model.app.batches.log)
         assert main([*retry[1:], "--no-progress"]) == 0, capsys.readouterr().err
         again = _submitted_since(model, start)
@@ -457,7 +464,7 @@ def test_a_retry_of_a_file_that_ran_out_of_turns_asks_its_last_turn_again(
     claims = [{**src["claims"][0], "id": f"long-{n:02}", "evidence_url": f"https://learn.microsoft.com/azure/page-{n:02}"}
               for n in range(13)]  # one page a turn, 13 pages: more turns than the limit of 12
     (tmp_path / "long.json").write_text(json.dumps({**src, "file": "docs/long.md", "claims": claims}), "utf-8")
-    with start_model(fetch_per_turn=1, batch_settings=BatchSettings(delay=0.02)) as model:
+    with start_model(fetch_per_turn=1, batch_settings=BatchSettings()) as model:
         args = ["judge", "--prompt", "v3", "--claims", str(tmp_path / "long.json"), "--run", "batch", "--mode", "record",
                 "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch"]
         assert main(args) == 1
@@ -478,7 +485,7 @@ def test_a_batch_run_whose_every_file_failed_on_an_answer_asks_that_answer_again
     # no run is written when every file failed, so nothing dropped the answer a file failed on: each
     # `--batch --resume` it printed took that answer from the journal and failed the same way, forever
     claims = str(REPO / "demo" / "claims" / "evaluation.json")
-    with start_model(cut_off=frozenset({"docs/evaluation.md"}), batch_settings=BatchSettings(delay=0.05)) as model:
+    with start_model(cut_off=frozenset({"docs/evaluation.md"}), batch_settings=BatchSettings()) as model:
         args = ["judge", "--prompt", "v3", "--claims", claims, "--run", "batch", "--mode", "record",
                 "--learn-url", demo_learn.url, "--anthropic-base-url", model.url, "--no-progress", "--batch"]
         assert main(args) == 1

@@ -84,3 +84,13 @@ def test_a_value_that_fits_in_cells_but_not_in_characters_is_laid_out_as_rich_do
     p = FieldPanel("title", [("claim:", "see cafe\u0301 menu\xa0" + "e\u0301" * 70 + "\u3000")], "note", None, "red")
     for width in (60, 100, 160):
         assert by_print_panels([p], width) == by_rich([p], width)
+
+
+@pytest.mark.parametrize("title", ["docs/kb/article-0000.md · kb0000-07 — FN: gold wrong (expects not_grounded), judge grounded",
+                                   "概要 " * 30, "a" * 75 + "概要", "x" * 76, "x" * 77])
+@pytest.mark.parametrize("width", [80, 81, 40])
+def test_a_title_wider_than_the_box_is_cut_as_rich_cuts_it_without_rich(title: str, width: int) -> None:
+    p = FieldPanel(title, [("claim:", "a claim"), ("gold:", "wrong")], "a note", "a body", "red")
+    c = console(io.StringIO(), width)
+    assert p.plain(c, {}) is not None
+    assert by_print_panels([p], width) == by_rich([p], width)

@@ -296,3 +296,21 @@ def test_a_line_that_fits_in_cells_but_not_in_characters_loses_trailing_whitespa
     printer.print(escape(text))
     printer.flush()
     assert lines_us.getvalue() == lines_rich.getvalue()
+
+
+@pytest.mark.parametrize("width", [110, 60, 23])
+def test_plain_lines_printed_through_the_line_printer_are_the_characters_rich_prints(width: int) -> None:
+    """`print_line`: what `console.print(Text(line, style=...), soft_wrap=True)` prints (print_wrapped's lines),
+    lines of any length, with trailing spaces, tabs, controls, joiners and wide characters among them."""
+    rng = random.Random(width)
+    for _ in range(40):
+        lines = [(cell_text(rng, 30).replace("\n", rng.choice(["", "\t", "\x1b", "\u2028", "\u200d", "\n"])),
+                  rng.choice(["", "bold", "dim red"])) for _ in range(rng.randint(1, 30))]
+        by_rich, by_us = io.StringIO(), io.StringIO()
+        rich_console, our_console = plain_console(by_rich, width), plain_console(by_us, width)
+        printer = LinePrinter(our_console)
+        for line, style in lines:
+            rich_console.print(Text(line, style=style), soft_wrap=True)
+            printer.print_line(line, style)
+        printer.flush()
+        assert by_us.getvalue() == by_rich.getvalue(), lines

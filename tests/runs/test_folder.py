@@ -9,8 +9,8 @@ import pytest
 
 from replay.cassettes.learn_calls import learn_calls
 from replay.cassettes.cassette import load_cassette
-from replay.cassettes.cache import entry_path
-from replay.runs.folder import Run
+from replay.cassettes.cache import Cassette, cached, entry_path
+from replay.runs.folder import Run, _conversation_parser
 from locations import REPO
 
 CASSETTES = REPO / "cassettes"
@@ -69,6 +69,22 @@ def test_a_damaged_entry_is_rebuilt_from_the_yaml(project: Path) -> None:
         path = entry_path(run.path / entry.cassette, "conversation")
         assert path is not None
         path.write_bytes(path.read_bytes()[:-7] + b"garbage")
+    assert _derived(Run(project / "runs" / "v3-demo")) == first
+
+
+@pytest.mark.parametrize("text", [b"\xff\xfe not UTF-8", "a text, not bytes", None])
+def test_an_entry_whose_page_texts_are_not_utf8_bytes_is_not_used(project: Path, text: object) -> None:
+    """An entry that passes its checks but does not hold what the code writes (page texts as UTF-8 bytes):
+    the conversation is read from the YAML, no error."""
+    run = Run(project / "runs" / "v3-demo")
+    first = _derived(run)
+    for entry in run.manifest.claims:
+        path = entry_path(run.path / entry.cassette, "conversation")
+        assert path is not None
+        path.unlink()
+        forged = ([["microsoft_docs_fetch", {"url": "https://learn.microsoft.com/x"}, text, False]], None)
+        cached(Cassette(run.path / entry.cassette), "conversation", lambda: forged, parser=_conversation_parser())
+        assert path.is_file()
     assert _derived(Run(project / "runs" / "v3-demo")) == first
 
 

@@ -3,8 +3,11 @@ it was, a second recording into a run in flight is refused, and a half-done swap
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +22,7 @@ import pytest
 from factories import LocalServer, write_json
 from replay.errors import UsageError
 from replay.analysis.verify import verify_run
+from replay.cli.main import main
 from replay.runs.writer import STAGING_FOLDER, RunFolderWriter, reading, recover, write_folder
 from replay.sim import start_learn, start_model
 
@@ -101,11 +105,39 @@ def wait_for(condition: Callable[[], bool], proc: subprocess.Popen[str]) -> None
         time.sleep(0.01)
 
 
+def judge_here(root: Path, services: tuple[str, str], claims: Path, capsys: pytest.CaptureFixture[str],
+               monkeypatch: pytest.MonkeyPatch, run: str = "run") -> tuple[int, str]:
+    """`judge` in this process, for a recording that is no kill's target (it need not start an interpreter):
+    exit code and stderr."""
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    capsys.readouterr()
+    code = main(["judge", "--prompt", "v3", "--claims", claims.name, "--run", run, "--mode", "record",
+                 "--learn-url", services[0], "--anthropic-base-url", services[1], "--model", "claude-test",
+                 "--no-progress"])
+    return code, capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def recorded_run(tmp_path_factory: pytest.TempPathFactory, services: tuple[str, str]) -> Path:
+    """A complete run of two claims files, recorded once per module (`good_run` gives each test its own copy)."""
+    root = tmp_path_factory.mktemp("recorded")
+    claims = claims_folder(root, "good", 2)
+    err = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stderr(err):
+        mp.setenv("JUDGE_REPLAY_CACHE_DIR", str(root / ".cache"))  # never the user's cache folder
+        mp.delenv("ANTHROPIC_API_KEY", raising=False)
+        code = main(["judge", "--prompt", "v3", "--claims", str(claims), "--run", str(root / "run"), "--mode",
+                     "record", "--learn-url", services[0], "--anthropic-base-url", services[1], "--model",
+                     "claude-test", "--concurrency", "2", "--no-progress"])
+    assert code == 0, err.getvalue()
+    return root / "run"
+
+
 @pytest.fixture
-def good_run(tmp_path: Path, services: tuple[str, str]) -> Path:
-    proc = judge(tmp_path, services, claims_folder(tmp_path, "good", 2))
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
+def good_run(tmp_path: Path, recorded_run: Path) -> Path:
+    """A copy of the module's recorded run, at `tmp_path / "run"`, for this test to change."""
+    shutil.copytree(recorded_run, tmp_path / "run", symlinks=True)
     return tmp_path / "run"
 
 
@@ -117,7 +149,9 @@ def staged(root: Path) -> list[Path]:
 @pytest.mark.parametrize("concurrency", [1, 4])
 @pytest.mark.parametrize("answered", [0, 3], ids=["in-the-first-conversation", "after-three-cassettes"])
 def test_a_killed_rerecord_leaves_the_previous_run_as_it_was(good_run: Path, services: tuple[str, str],
-                                                            answered: int, concurrency: int) -> None:
+                                                            answered: int, concurrency: int,
+                                                            capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     root = good_run.parent
     before = snapshot(good_run)
     learn = GatedLearn(answered)
@@ -131,9 +165,8 @@ def test_a_killed_rerecord_leaves_the_previous_run_as_it_was(good_run: Path, ser
     assert snapshot(good_run) == before
     assert verify_run(good_run).problems == []
     # the lock died with the process: the next recording takes it, clears the leftovers and completes
-    again = judge(root, services, claims_folder(root, "small", 1))
-    _, err = again.communicate(timeout=120)
-    assert again.returncode == 0, err
+    code, err = judge_here(root, services, claims_folder(root, "small", 1), capsys, monkeypatch)
+    assert code == 0, err
     assert [c["file"] for c in json.loads((good_run / "run.json").read_text())["claims"]] == ["docs/small-00.md"]
     # only the new run's cassette: none the killed recording had staged ships inside it
     assert sorted(p.name for p in good_run.glob("*.yaml")) == ["docs_small-00.md.yaml"]
@@ -141,15 +174,16 @@ def test_a_killed_rerecord_leaves_the_previous_run_as_it_was(good_run: Path, ser
     assert verify_run(good_run).problems == []
 
 
-def test_a_second_recording_into_a_run_in_flight_is_refused(good_run: Path, services: tuple[str, str]) -> None:
+def test_a_second_recording_into_a_run_in_flight_is_refused(good_run: Path, services: tuple[str, str],
+                                                            capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     root = good_run.parent
     learn = GatedLearn(1)
     try:
         first = judge(root, (learn.url, services[1]), claims_folder(root, "big", 3), 1)
         wait_for(lambda: learn.calls > 1, first)  # the first recording is in its second conversation
-        second = judge(root, services, claims_folder(root, "small", 1))
-        _, err = second.communicate(timeout=120)
-        assert second.returncode == 2
+        code, err = judge_here(root, services, claims_folder(root, "small", 1), capsys, monkeypatch)
+        assert code == 2
         assert err.strip().splitlines() == [
             "judge-replay: another recording into run is in progress: wait for it to finish, or record into another "
             "--run folder"]
@@ -250,7 +284,9 @@ def test_a_half_done_swap_of_an_incomplete_run_puts_the_old_one_back(tmp_path: P
     assert (run / "run.json").read_text() == "old" and not (tmp_path / STAGING_FOLDER / "previous" / "run").exists()
 
 
-def test_a_read_only_parent_is_one_line_before_any_call(tmp_path: Path, services: tuple[str, str]) -> None:
+def test_a_read_only_parent_is_one_line_before_any_call(tmp_path: Path, services: tuple[str, str],
+                                                        capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     if os.geteuid() == 0:
         ro = tmp_path / "ro"
         ro.mkdir()
@@ -259,17 +295,14 @@ def test_a_read_only_parent_is_one_line_before_any_call(tmp_path: Path, services
         ro = tmp_path / "ro"
         ro.mkdir(mode=0o555)
     try:
-        claims_folder(tmp_path, "small", 1)
-        env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-        done = subprocess.run([*CLI, "judge", "--prompt", "v3", "--claims", "small", "--run", "ro/run", "--mode",
-                               "record", "--learn-url", services[0], "--anthropic-base-url", services[1],
-                               "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        code, err = judge_here(tmp_path, services, claims_folder(tmp_path, "small", 1), capsys, monkeypatch,
+                               run="ro/run")
     finally:
         if os.geteuid() == 0:
             subprocess.run(["umount", str(ro)], check=True)
-    assert done.returncode == 1
-    assert done.stderr.splitlines() == ["judge-replay: ro/run: Read-only file system"
-                                        if os.geteuid() == 0 else "judge-replay: ro/run: Permission denied"]
+    assert code == 1
+    assert err.splitlines() == ["judge-replay: ro/run: Read-only file system"
+                                if os.geteuid() == 0 else "judge-replay: ro/run: Permission denied"]
 
 
 def test_leftovers_of_a_killed_recording_are_no_run_to_any_reader(good_run: Path) -> None:
