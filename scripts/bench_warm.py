@@ -5,7 +5,7 @@ workspace of its own (`bench_scale.py`'s `.judge-replay/bench/kb-500`, copied wi
 two never share a cache: each side's derived caches live in a folder of its workspace
 (`JUDGE_REPLAY_CACHE_DIR=<workspace>/.judge-replay/warm-cache`). Every command is first run twice on
 each side, not counted (the caches are then warm on both: an older install may keep its caches
-elsewhere, in the project), then the two sides alternate, B A B A ..., each timed as a whole process
+elsewhere, in the project), then the two sides alternate, pairs B A, A B, B A, ..., each timed as a whole process
 (`os.wait4`: user + system CPU seconds of that process and its children). Printed: per command, each
 side's median CPU seconds, and the median, least and largest of the pair-by-pair ratios A/B.
 
@@ -47,7 +47,7 @@ def _run(cli: str, ws: Path, args: list[str], ok: tuple[int, ...]) -> Measure:
 def bench(a: tuple[str, Path], b: tuple[str, Path], commands: list[str], repeat: int,
           extra: list[str]) -> dict[str, object]:
     out: dict[str, object] = {"repeat": repeat}
-    print(f"warm, {repeat} pair(s), B then A; CPU seconds (user+sys) of the whole process, medians")
+    print(f"warm, {repeat} pair(s), B A then A B in turn; CPU seconds (user+sys) of the whole process, medians")
     print(f"  A: {a[0]} in {a[1]}\n  B: {b[0]} in {b[1]}")
     print(f"  {'command':<8} {'A cpu s':>8} {'B cpu s':>8} {'A/B median':>11} {'min':>6} {'max':>6}  same output")
     for name in commands:
@@ -57,9 +57,13 @@ def bench(a: tuple[str, Path], b: tuple[str, Path], commands: list[str], repeat:
             _run(cli, ws, args, ok)
         ta: list[Measure] = []
         tb: list[Measure] = []
-        for _ in range(repeat):
-            tb.append(_run(*b, args, ok))
-            ta.append(_run(*a, args, ok))
+        for i in range(repeat):  # B A, A B, B A, ...: neither side is always the first of its pair
+            if i % 2:
+                ta.append(_run(*a, args, ok))
+                tb.append(_run(*b, args, ok))
+            else:
+                tb.append(_run(*b, args, ok))
+                ta.append(_run(*a, args, ok))
         ratios = [x.cpu / y.cpu for x, y in zip(ta, tb)]
         ma, mb = statistics.median(m.cpu for m in ta), statistics.median(m.cpu for m in tb)
         same = ta[0].stdout == tb[0].stdout and ta[0].returncode == tb[0].returncode

@@ -359,11 +359,15 @@ def plain_panel(console: Console, title: str, rows: list[tuple[str, str]], note:
 
 def _panel_wrapped(console: Console, text: str, width: int, *, justify: Any, overflow: Any) -> list[str]:
     """The lines of `text` wrapped at `width` as rich wraps a Text (which wraps each line on its own): a
-    line that fits as it is, else rich's wrapping of it (a tab, or too long)."""
+    line that fits as it is; a longer one divided as `_wrapped` divides a table cell's (rich's own
+    `divide_line`; padded to `width`, which the panel pads it to anyway); one with a tab or a control
+    code by rich's wrapping."""
     out: list[str] = []
     for line in text.split("\n"):
         if "\t" not in line and cell_len(line) <= width:
             out.append(_rstrip_end(line, width))
+        elif justify in (None, "left") and not _OUTSIDE_FAST_LINES.search(line):  # as a table cell is wrapped
+            out += _wrapped(_Cell((line,), justify or "default", overflow or "fold", False, False, False), width)
         else:
             out += [part.plain for part in Text(line).wrap(console, width, justify=justify, overflow=overflow)]
     return out
