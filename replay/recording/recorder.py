@@ -104,6 +104,12 @@ RECORDED_SAMPLES = "(the samples already recorded)"
 _observers: list[list[HttpRecorder]] = []
 _observers_lock = threading.Lock()
 
+CASSETTES_WRITTEN_AT_ONCE = 8
+"""Cassettes a process writes at once, at most: each holds a file open until it is synced, and a batch
+run's conversations end together (hundreds of them, each writing its cassette at the same moment, met a
+system's open-files limit on a slow disk); more wait their turn."""
+_writing = threading.BoundedSemaphore(CASSETTES_WRITTEN_AT_ONCE)
+
 
 @contextmanager
 def recorders_created() -> Iterator[list[HttpRecorder]]:
@@ -191,7 +197,9 @@ class HttpRecorder:
 
             interactions = [w.interaction for w in tape.written]
             kinds = [w.request.kind for w in tape.written]
-            written = save_cassette(tape.path, normalise_recording(interactions, kinds), scrub=False)  # scrubbed by normalising
+            normalised = normalise_recording(interactions, kinds)
+            with _writing:
+                written = save_cassette(tape.path, normalised, scrub=False)  # scrubbed by normalising
             calls = learn_calls(_maybe_tool_calls(written, [w.request for w in tape.written]))
             pages = [(url, self._one_copy(text), no_page) for url, text, no_page in pages_fetched(calls)]
             with self._lock:

@@ -1,6 +1,7 @@
 """`judge-replay pages history|diff`: versions of a page from the runs under the cassettes folder."""
 
 import json
+import os
 
 import pytest
 
@@ -164,16 +165,28 @@ def test_history_of_a_refused_url_shows_no_version_and_says_the_server_refused_i
     assert code == 0 and "nothing to compare" in out
 
 
-def _record_twice(tmp_path, between, interrupt_once_written=False):
+def _holds_open(pid, path):
+    """Whether process `pid` has `path` open (Linux: its /proc/<pid>/fd links)."""
+    import os
+
+    try:
+        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    except OSError:  # it ended, or a descriptor closed while we looked: look again
+        return False
+    return str(path) in links
+
+
+def _record_twice(tmp_path, between, monkeypatch, capsys, interrupt_once_written=False):
     """Record the demo's quotas claims into a project (its store under .judge-replay/pages) as
     cassettes/a, then again as cassettes/b within `between(store)`: that second recording's warnings
-    about the store. `interrupt_once_written`: Ctrl-C (SIGINT) the second once its run folder is written."""
+    about the store. The recordings run in this process; with `interrupt_once_written`, the second runs
+    in a process of its own, and is Ctrl-C'd (SIGINT) once its run folder is written and it has the store
+    open (waiting for its lock)."""
     import os
     import signal
     import subprocess
     import sys
     import time
-    from pathlib import Path
 
     from replay.sim import start_learn, start_model
 
@@ -182,25 +195,37 @@ def _record_twice(tmp_path, between, interrupt_once_written=False):
     claims = tmp_path / "claims"
     claims.mkdir()
     (claims / "q.json").write_bytes((repo / "demo" / "claims" / "quotas-and-limits.json").read_bytes())
-    cli = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
-    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-damaged-store"}
+    # SIGINT as Ctrl-C at a terminal, even when the tests run with it ignored (a background job of a shell)
+    cli = [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+           "from replay.cli.main import main; sys.exit(main())"]
+    key = "sk-ant-test-damaged-store"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    store = tmp_path / ".judge-replay" / "pages"
     with start_learn(repo / "demo" / "pages" / "2026-06") as learn, start_model() as model:
-        def record(run):
-            return subprocess.Popen([*cli, "judge", "--prompt", "v3", "--claims", "claims", "--mode", "record", "--run", run,
-                                     "--no-progress", "--learn-url", learn.url, "--anthropic-base-url", model.url],
-                                    cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        def args(run):
+            return ["judge", "--prompt", "v3", "--claims", "claims", "--mode", "record", "--run", run,
+                    "--no-progress", "--learn-url", learn.url, "--anthropic-base-url", model.url]
 
-        assert record("cassettes/a").wait(timeout=120) == 0
-        with between(tmp_path / ".judge-replay" / "pages"):
-            second = record("cassettes/b")
+        capsys.readouterr()
+        code = main(args("cassettes/a"))
+        assert code == 0, capsys.readouterr().err
+        capsys.readouterr()
+        with between(store):
             if interrupt_once_written:
+                second = subprocess.Popen([*cli, *args("cassettes/b")], cwd=tmp_path, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True, env={**os.environ, "ANTHROPIC_API_KEY": key})
                 deadline = time.monotonic() + 60
-                while not (tmp_path / "cassettes" / "b" / "run.json").is_file() and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                time.sleep(0.5)  # now in the store's wait: diskcache retries a locked store for 60 s
-                second.send_signal(signal.SIGINT)
-            _, stderr = second.communicate(timeout=120)
-    assert second.returncode == 0, stderr
+                while not ((tmp_path / "cassettes" / "b" / "run.json").is_file() and _holds_open(second.pid, store / "cache.db")):
+                    assert second.poll() is None and time.monotonic() < deadline, "the recording never waited for the store"
+                    time.sleep(0.01)
+                second.send_signal(signal.SIGINT)  # now in the store's wait: diskcache retries a locked store for 60 s
+                _, stderr = second.communicate(timeout=120)
+                code = second.returncode
+            else:
+                code = main(args("cassettes/b"))
+                stderr = capsys.readouterr().err  # (and its summary on stdout, read with it)
+    assert code == 0, stderr
     assert (tmp_path / "cassettes" / "b" / "run.json").is_file()
     assert "internal error" not in stderr and "Traceback" not in stderr and "interrupted\n" not in stderr
     return [line for line in stderr.splitlines() if "page store not updated" in line]
@@ -217,7 +242,7 @@ def test_a_damaged_store_is_one_line_naming_it_and_a_recording_still_lands(tmp_p
         damage_page_store(store, damaged)
         yield
 
-    warning = _record_twice(tmp_path, damage)
+    warning = _record_twice(tmp_path, damage, monkeypatch, capsys)
     assert len(warning) == 1 and "(.judge-replay/pages: not a page store, or a damaged one" in warning[0]
 
     monkeypatch.chdir(tmp_path)
@@ -227,6 +252,7 @@ def test_a_damaged_store_is_one_line_naming_it_and_a_recording_still_lands(tmp_p
     assert err.count("\n") == 1 and ".judge-replay/pages" in err and "damaged" in err
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="sees the recording wait for the store in /proc")
 def test_ctrl_c_while_a_recording_waits_for_a_locked_store_keeps_the_run_and_says_the_store_was_not_updated(
         tmp_path, capsys, monkeypatch):
     """Another process holds the store locked: the recording, its run written, waits for it (diskcache
@@ -244,7 +270,7 @@ def test_ctrl_c_while_a_recording_waits_for_a_locked_store_keeps_the_run_and_say
             con.execute("ROLLBACK")
             con.close()
 
-    assert _record_twice(tmp_path, locked, interrupt_once_written=True) == [
+    assert _record_twice(tmp_path, locked, monkeypatch, capsys, interrupt_once_written=True) == [
         "judge-replay: warning: page store not updated (interrupted)"]
 
     monkeypatch.chdir(tmp_path)

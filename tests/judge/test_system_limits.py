@@ -135,13 +135,15 @@ def test_a_journal_that_cannot_be_written_later_names_the_batches_it_keeps_and_t
     assert ("so its cancellation was asked for" if batch_seconds else "and it had already ended") in said
 
 
-def test_a_run_stopped_by_its_journal_prints_the_resume_command_and_that_command_pays_nothing_twice(tmp_path: Path) -> None:
+def test_a_run_stopped_by_its_journal_prints_the_resume_command_and_that_command_pays_nothing_twice(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """The journal fits one round's batch but not the next (a full disk at the second round): the run stops
     with the --resume command printed, as after a Ctrl-C; that command, pasted, finishes the run and
     submits only the round the journal could not keep."""
     import shlex
 
     from factories import parse_printed_command
+    from replay.cli.main import main
 
     _many_claims_files(tmp_path / "claims", files=20)
     with start_learn(PAGES) as learn, start_model(batch_settings=BatchSettings(delay=0)) as model:
@@ -158,11 +160,12 @@ def test_a_run_stopped_by_its_journal_prints_the_resume_command_and_that_command
         assert parse_printed_command(command)["resume"] is True
         assert lines[2] == ("judge-replay: .judge-replay-staging/run.batches.json: File too large; the 1 batch(es) "
                             "the journal holds are kept for --resume") and len(lines) == 3  # the next one not created
-        cli = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
-        resumed = subprocess.run([*cli, *shlex.split(command)[1:]], cwd=tmp_path,
-                                 capture_output=True, text=True, timeout=300, env=env)
+        monkeypatch.chdir(tmp_path)  # the command pasted, with no limit: in this process
+        monkeypatch.setenv("ANTHROPIC_API_KEY", env["ANTHROPIC_API_KEY"])
+        capsys.readouterr()
+        resumed = main(shlex.split(command)[1:])
         after = len(model.app.batches._batches)
-    assert resumed.returncode == 0, resumed.stderr
+    assert resumed == 0, capsys.readouterr().err
     assert (tmp_path / "run" / "run.json").is_file()
     assert before == 1  # the kept batch: the next round's was not created, since its requests could not be journaled
     rounds = json.loads((tmp_path / "run" / "run.json").read_text("utf-8"))["batch_ids"]
