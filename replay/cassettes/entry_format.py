@@ -20,7 +20,9 @@ Unlike `marshal` or `pickle`, whose readers build what the bytes say (code objec
 crashes on crafted input), `json.loads` makes nothing but the plain values above, and a fix that is
 not one `encode` would write (an unknown kind, a path through anything but a list or dict, a step
 out of range, a tuple made of anything but a list, bytes put anywhere but on a null, a blob outside
-the area) raises ValueError, as do bytes that are not a head at all.
+the area, blobs read out of the order they were written in, twice, or not at all) raises ValueError,
+as do bytes that are not a head at all. So a value holds no more bytes than its payload: no forged
+entry can make a few bytes of blob area stand for gigabytes.
 """
 
 from __future__ import annotations
@@ -98,9 +100,12 @@ def decode(payload: bytes) -> Any:
     if type(head) is not dict or len(head) != 2 or type(head.get("fix")) is not list or "value" not in head:
         raise ValueError("not an entry head")
     fixes, value = head["fix"], head["value"]
-    if not fixes:
-        return value
     area = memoryview(payload)[end + 1:]
+    if not fixes:
+        if area:
+            raise ValueError("a blob area no fix reads")
+        return value
+    used = 0  # the blobs are read in the order `encode` wrote them, each once: a value is no larger than its payload
     root = [value]  # the value as the one item of a list: every fix has a parent to set it in
     for fix in fixes:
         if type(fix) is not list or len(fix) < 2 or type(fix[1]) is not list:
@@ -116,12 +121,15 @@ def decode(payload: bytes) -> Any:
             parent[step] = tuple(current)
         elif kind == "b" and len(fix) == 4 and current is None:
             offset, length = fix[2], fix[3]
-            if (type(offset) is not int or type(length) is not int or offset < 0 or length < 0
+            if (type(offset) is not int or type(length) is not int or offset != used or length < 0
                     or offset + length > len(area)):
-                raise ValueError("a blob outside the entry")
+                raise ValueError("a blob outside the entry, or not the next one")
             parent[step] = bytes(area[offset:offset + length])
+            used += length
         else:
             raise ValueError("a bad fix")
+    if used != len(area):
+        raise ValueError("a blob area no fix reads")
     return root[0]
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from replay.cassettes.bodies import rewrite_sse_json
-from replay.cassettes.cache import Cassette, source_sha256
+from replay.cassettes.cache import Cassette, entry_path, source_sha256
 from replay.cassettes.cassette import derived, load_cassette
 from replay.cassettes.interaction import Interaction, decode_content
 from replay.cassettes.parallel import warm
@@ -82,14 +82,28 @@ class _Tape:
         self.played = [False] * len(self.answers)
 
     def _index(self, rows: list[list[Any]]) -> None:
+        """Makes the keys of the index `_replay_index` made; TypeError or ValueError for anything else (a
+        forged entry: every value replay later uses is checked here, so none fails while playing)."""
         fromhex = bytes.fromhex
-        for i, (digest_hex, sent_forms, kind, rpc_method, rpc_id, *stored) in enumerate(rows):
+        if type(rows) is not list:
+            raise TypeError("not a replay index")
+        for i, row in enumerate(rows):
+            if type(row) is not list:
+                raise TypeError("not a replay index row")
+            digest_hex, sent_forms, kind, rpc_method, rpc_id, *stored = row
+            answer = _Stored(*stored)
+            if (type(digest_hex) is not str or type(sent_forms) is not list or kind not in _KINDS
+                    or (rpc_method is not None and type(rpc_method) is not str) or not _playable(answer)):
+                raise TypeError("not a replay index row")
             digest = fromhex(digest_hex)
             self.index.setdefault(digest, deque()).append(i)
             learn = (rpc_method, rpc_id) if kind == "learn" else None
-            for method, path, query, sha256_hex in sent_forms:
+            for form in sent_forms:
+                if type(form) is not list or len(form) != 4 or not all(type(part) is str for part in form):
+                    raise TypeError("not a replay index row")
+                method, path, query, sha256_hex = form
                 self.sent[(method, path, query, fromhex(sha256_hex))] = _SentAs(digest, kind, learn)
-            self.answers.append(_Stored(*stored))
+            self.answers.append(answer)
 
     @property
     def recorded(self) -> list[Interaction]:
@@ -100,7 +114,18 @@ class _Tape:
             self._recorded = load_cassette(self._source or self.path)
             if self._source is not None and self._source.sha256() != indexed_as:  # rewritten since `load`
                 raise InputError(self.path, "the cassette changed while it was being replayed: replay again")
+            if self._source is not None and len(self._recorded) != len(self.answers):
+                self._not_the_index()
         return self._recorded
+
+    def _not_the_index(self) -> None:
+        """The index read from the cache holds another number of interactions than the cassette: not the
+        cassette's (a forged entry). It is removed (the next replay makes it again), and this one stops."""
+        entry = entry_path(self.path, _INDEX_TAG)
+        if entry is not None:
+            entry.unlink(missing_ok=True)
+        raise InputError(entry or self.path, f"not the replay index of {self.path} (a damaged or forged cache entry; removed):"
+                                " replay again")
 
     def recorded_body(self, i: int) -> Callable[[], str]:
         """Reads interaction `i`'s response body as recorded (see `_Stored`)."""
@@ -164,6 +189,19 @@ class _Stored(NamedTuple):
     body: bytes | str | None
     rpc_id: Any = None
     reply: bytes | str | None = None
+
+
+_KINDS = ("model", "learn", "other")
+
+
+def _playable(stored: _Stored) -> bool:
+    """Whether a `_Stored` read from a cache entry holds what `_stored` makes (and `_played` plays)."""
+    headers = stored.headers
+    return (type(stored.status) is int and stored.status >= 0 and type(stored.reason) is str
+            and type(headers) is dict
+            and all(type(values) is list and all(type(v) is str for v in values) for values in headers.values())
+            and (stored.body is None or type(stored.body) in (bytes, str))
+            and (stored.reply is None or type(stored.reply) in (bytes, str)))
 
 
 class _SentAs(NamedTuple):

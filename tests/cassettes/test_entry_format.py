@@ -91,6 +91,10 @@ def _payload(head: Any, area: bytes = b"") -> bytes:
     _payload({"fix": [["t"]], "value": [[1]]}),
     _payload({"fix": ["t"], "value": [[1]]}),
     _payload({"fix": [["t", 0]], "value": [[1]]}),
+    _payload({"fix": [["b", [0], 0, 1], ["b", [1], 0, 1]], "value": [None, None]}, b"x"),  # a blob read twice
+    _payload({"fix": [["b", [0], 1, 1], ["b", [1], 0, 1]], "value": [None, None]}, b"xy"),  # out of order
+    _payload({"fix": [["b", [0], 1, 1]], "value": [None]}, b"xy"),       # bytes of the area left unread
+    _payload({"fix": [], "value": 1}, b"x"),                             # an area no fix reads
 ])
 def test_bytes_it_did_not_write_are_a_value_error(payload: bytes) -> None:
     with pytest.raises(ValueError):
@@ -112,3 +116,14 @@ def test_damaged_payloads_give_a_value_or_a_value_error_never_another_error() ->
             decode(bytes(payload))
         except ValueError:
             pass
+
+
+def test_what_a_payload_decodes_to_is_bounded_by_its_size() -> None:
+    """Issue 26 review: each bytes fix could copy the whole blob area, so a forged entry of a few MB (a
+    large area, and many nulls each given all of it) made gigabytes. The blobs are read as `encode`
+    writes them, one after the other, each once."""
+    nulls = 200  # a payload of 1 MiB that made 200 MiB (100,000 nulls in 5 MiB: 100 GiB)
+    payload = _payload({"fix": [["b", [i], 0, 1 << 20] for i in range(nulls)], "value": [None] * nulls},
+                       b"x" * (1 << 20))
+    with pytest.raises(ValueError):
+        decode(payload)

@@ -1,0 +1,101 @@
+"""Derived-cache entries forged by whoever can write the cache folder (every check of their first line
+recomputed): a command that reads them plays, or reports, what the cassettes hold, or says in one line
+what is wrong; never a traceback."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay.cassettes.cache import entry_path
+from replay.cassettes.entry_format import decode, encode
+from replay.cli.main import main
+from locations import REPO
+
+DEMO = REPO / "cassettes" / "v3-demo"
+
+
+def forge(run: Path, tag: str, change: Callable[[Any], Any]) -> int:
+    """Rewrite the `tag` entry of every cassette of `run` to hold `change(its value)`, its first line's
+    length and CRC-32 made to match: how many were forged."""
+    forged = 0
+    for cassette in sorted(run.glob("*.yaml")):
+        entry = entry_path(cassette, tag)
+        assert entry is not None and entry.is_file(), "run the command once first: it writes the entries"
+        line, _, payload = entry.read_bytes().partition(b"\n")
+        forged_payload = encode(change(decode(payload)))
+        assert forged_payload is not None
+        head = json.loads(line)
+        head.update(payload_length=len(forged_payload), payload_crc32=zlib.crc32(forged_payload))
+        entry.write_bytes(json.dumps(head).encode() + b"\n" + forged_payload)
+        forged += 1
+    return forged
+
+
+def demo_copy(project: Path) -> Path:
+    """A copy of the demo run in the project, with the claims files it names."""
+    shutil.copytree(REPO / "demo" / "claims", project / "demo" / "claims")
+    return Path(shutil.copytree(DEMO, project / "run"))
+
+
+def replay(run: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["judge", "--mode", "replay", "--run", str(run), "--no-progress", "--out", str(out)])
+    return code, capsys.readouterr().err
+
+
+def _column(rows: list[list[Any]], at: int, value: Any) -> list[list[Any]]:
+    return [row[:at] + [value] + row[at + 1:] for row in rows]
+
+
+INDEX_FORGERIES: dict[str, Callable[[Any], Any]] = {
+    "a status of text": lambda rows: _column(rows, 5, "200"),  # was: internal error, '<=' between int and str
+    "headers as a list": lambda rows: _column(rows, 7, [1]),    # was: every claim failed, AttributeError
+    "a header value of numbers": lambda rows: _column(rows, 7, {"content-type": [1]}),
+    "a body of a number": lambda rows: _column(rows, 8, 5),
+    "a reason of a number": lambda rows: _column(rows, 6, 7),
+    "a kind of its own": lambda rows: _column(rows, 2, ["model"]),
+    "a sent form of numbers": lambda rows: _column(rows, 1, [[1, 2, 3, 4]]),
+    "not a list": lambda rows: {"rows": rows},
+}
+
+
+@pytest.fixture(scope="module")
+def honest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The results of replaying the demo run with no cache entry to read (`--no-cache`)."""
+    out = tmp_path_factory.mktemp("honest") / "results.json"
+    assert main(["--no-cache", "judge", "--mode", "replay", "--run", str(DEMO), "--no-progress", "--out", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize("forgery", list(INDEX_FORGERIES))
+def test_a_forged_replay_index_is_made_again_from_the_cassette(forgery: str, honest: Path, project: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    run = demo_copy(project)
+    assert replay(run, project / "first.json", capsys)[0] == 0  # writes the entries, and a receipt:
+    shutil.rmtree(project / ".judge-replay" / "cache" / "replays")  # without it, the next replay plays in full
+    assert forge(run, "replay-index", INDEX_FORGERIES[forgery]) == 5
+    code, err = replay(run, project / "forged.json", capsys)
+    assert code == 0, err
+    assert (project / "forged.json").read_bytes() == honest.read_bytes()
+
+
+def test_a_replay_index_of_more_interactions_than_its_cassette_is_one_line_and_removed(
+        honest: Path, project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rows no request plays were described from the cassette, which has no such interaction: an
+    IndexError (exit 70). The index is not the cassette's: one line naming it, and it is made again."""
+    run = demo_copy(project)
+    assert replay(run, project / "first.json", capsys)[0] == 0  # writes the entries, and a receipt:
+    shutil.rmtree(project / ".judge-replay" / "cache" / "replays")  # without it, the next replay plays in full
+    forge(run, "replay-index", lambda rows: rows + rows)
+    code, err = replay(run, project / "forged.json", capsys)
+    assert code == 2 and "Traceback" not in err and "internal error" not in err, err
+    assert "replay-index.bin: " in err and "replay again" in err, err
+    code, err = replay(run, project / "again.json", capsys)
+    assert code == 0, err
+    assert (project / "again.json").read_bytes() == honest.read_bytes()
