@@ -259,7 +259,7 @@ def _stamped_sha256(stamp: str, st: os.stat_result) -> str | None:
         with open_regular(stamp, "cache") as fh:  # a pipe or /dev/zero put there: not waited on, not read
             own = _stat_of(os.fstat(fh.fileno()))
             found = json.loads(fh.read(4096))  # a stamp is some 300 bytes
-    except (OSError, ValueError, InputError):
+    except (OSError, ValueError, RecursionError, InputError):  # RecursionError: nested too deep
         return None
     if not isinstance(found, dict) or found.get("format") != STAMP_FORMAT or found.get("stat") != stat:
         return None
@@ -315,7 +315,7 @@ def entry_is_current(source: Cassette, tag: str, parser: str) -> bool:
         return False
     try:
         found = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return (isinstance(found, dict) and found.get("format") == FORMAT and found.get("parser") == _salted(parser)
             and found.get("source_sha256") == source.sha256())
@@ -340,7 +340,7 @@ def _read(entry: str, parser: str, sha256: str) -> tuple[bool, Any]:
     payload = data[end + 1:]
     try:
         found = json.loads(data[:end]) if end >= 0 else None
-    except ValueError:
+    except (ValueError, RecursionError):
         found = None
     if (not isinstance(found, dict) or found.get("format") != FORMAT or found.get("parser") != parser
             or found.get("source_sha256") != sha256 or found.get("payload_length") != len(payload)

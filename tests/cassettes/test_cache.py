@@ -186,3 +186,18 @@ def test_a_cache_file_that_is_not_a_regular_file_is_not_read(which: str, what: s
                           timeout=60, preexec_fn=little_memory)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(which == "stamp"), "1"]  # an entry that is no file is not current
+
+
+@pytest.mark.parametrize("which", ["entry", "stamp"])
+def test_a_cache_file_nested_too_deep_to_parse_is_ignored(which: str, project: Path) -> None:
+    """Issue 26 review: a first line of 3,000 '[' (an entry's, or a stamp) was a RecursionError, an
+    internal error of every command that read the cassette."""
+    from replay.cassettes.cache import Cassette, entry_is_current
+    from replay.cassettes.cassette import _YAML_PARSER
+
+    cassette = _cassette(project)
+    expected = load_cassette(cassette)
+    entry = _entry(project, cassette)
+    (entry if which == "entry" else entry.with_suffix(".stamp")).write_bytes(b"[" * 3000 + b"\n")
+    assert entry_is_current(Cassette(cassette), "", _YAML_PARSER) is (which == "stamp")
+    assert load_cassette(cassette) == expected
