@@ -15,7 +15,8 @@ then the payload in `entry_format` (JSON and raw bytes: its reader builds plain 
 refuses anything it did not write; nothing is unmarshalled or unpickled). It is used only when every
 field of that line matches (the sha256 of the cassette's bytes as they are now, this parser) and the
 payload has its length and CRC-32; anything else (a missing, stale, truncated, corrupted, forged or
-outdated entry) is ignored and rebuilt from the YAML, never an error. A forged entry that passes these
+outdated entry; a named pipe, a device or a file over 1 GiB where an entry or a stamp should be, which
+is neither waited on nor read) is ignored and rebuilt from the YAML, never an error. A forged entry that passes these
 checks can at worst give a wrong parse to commands that trust the cache: `cassettes verify`, the check,
 reads no entry (`no_cache`). No entry is written for a cassette that holds a secret the user gave us
 (`secrets.registry`), for a value the format cannot hold, or when the folder is not writable: those
@@ -65,7 +66,8 @@ from pathlib import Path
 from typing import Any
 
 from replay.files.paths import resolved
-from replay.files.regular import open_regular
+from replay.errors import InputError
+from replay.files.regular import open_regular, read_regular
 from replay.secrets.registry import contains_secret, known
 from replay.cassettes.entry_format import decode, encode
 
@@ -254,10 +256,10 @@ def _stamped_sha256(stamp: str, st: os.stat_result) -> str | None:
         except OSError:
             return None
     try:
-        with open(stamp, "rb") as fh:
+        with open_regular(stamp, "cache") as fh:  # a pipe or /dev/zero put there: not waited on, not read
             own = _stat_of(os.fstat(fh.fileno()))
-            found = json.loads(fh.read())
-    except (OSError, ValueError):
+            found = json.loads(fh.read(4096))  # a stamp is some 300 bytes
+    except (OSError, ValueError, RecursionError, InputError):  # RecursionError: nested too deep
         return None
     if not isinstance(found, dict) or found.get("format") != STAMP_FORMAT or found.get("stat") != stat:
         return None
@@ -307,13 +309,13 @@ def entry_is_current(source: Cassette, tag: str, parser: str) -> bool:
     if source.entries is None:
         return False
     try:
-        with open(_entry_file(source.entries, tag), "rb") as fh:
+        with open_regular(_entry_file(source.entries, tag), "cache") as fh:
             line = fh.readline(4096)
-    except OSError:
+    except (OSError, InputError):
         return False
     try:
         found = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return (isinstance(found, dict) and found.get("format") == FORMAT and found.get("parser") == _salted(parser)
             and found.get("source_sha256") == source.sha256())
@@ -331,15 +333,14 @@ def _salted(parser: str) -> str:
 def _read(entry: str, parser: str, sha256: str) -> tuple[bool, Any]:
     """(True, the stored value) if the entry is whole and matches; (False, None) otherwise."""
     try:
-        with open(entry, "rb") as fh:
-            data = fh.read()
-    except OSError:
+        data = read_regular(entry, "cache")  # a pipe, a device or a giant put there: passed over as missing
+    except (OSError, InputError):
         return False, None
     end = data.find(b"\n")
     payload = data[end + 1:]
     try:
         found = json.loads(data[:end]) if end >= 0 else None
-    except ValueError:
+    except (ValueError, RecursionError):
         found = None
     if (not isinstance(found, dict) or found.get("format") != FORMAT or found.get("parser") != parser
             or found.get("source_sha256") != sha256 or found.get("payload_length") != len(payload)

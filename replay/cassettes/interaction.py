@@ -63,7 +63,8 @@ class Interaction:
         resp = _mapping(item.get("response"), "response")
         status = _mapping(resp.get("status"), "response.status")
         code = status.get("code")
-        if isinstance(code, bool) or not isinstance(code, (int, str)) or not str(code).isdigit():
+        if (isinstance(code, bool) or not isinstance(code, (int, str)) or not str(code).isascii()
+                or not str(code).isdigit() or len(str(code)) > 3):  # what int() reads, HTTP's three digits
             raise _Malformed(f"response.status.code is {code!r}, not an HTTP status")
         method, uri = req.get("method"), req.get("uri")
         if not isinstance(method, str) or not method:

@@ -206,7 +206,7 @@ def _plain(value: str) -> Any:
     tag = _plain_tag(value)
     if tag == _STR:
         return value
-    if tag == _INT and _DECIMAL.fullmatch(value):
+    if tag == _INT and len(value) <= 1000 and _DECIMAL.fullmatch(value):  # longer: the loader says what is wrong
         return int(value)
     if tag == _BOOL and value in ("true", "false"):
         return value == "true"

@@ -26,7 +26,7 @@ from typing import BinaryIO, Literal
 from replay.errors import InputError
 
 Kind = Literal["claims", "gold", "results", "run", "cassette", "prompt", "settings", "journal", "receipt",
-               "snapshot", "page", "file"]
+               "snapshot", "page", "cache", "file"]
 
 MiB = 1 << 20
 LIMITS: dict[Kind, tuple[str, int]] = {
@@ -41,6 +41,7 @@ LIMITS: dict[Kind, tuple[str, int]] = {
     "receipt": ("a replay receipt", 1024 * MiB),
     "snapshot": ("a snapshot file", 256 * MiB),
     "page": ("a page file", 64 * MiB),
+    "cache": ("a derived-cache file", 1024 * MiB),
     "file": ("any other file", 256 * MiB),
 }
 """kind -> (how a message names it, the most bytes it may hold). Real sizes, for scale: a claims file or

@@ -77,6 +77,8 @@ def load_yaml(text: str, path: str | Path, *, every_value: bool = False) -> Any:
         raise InputError(path, f"not valid YAML ({_problem(exc)})") from exc
     except RecursionError:
         raise InputError(path, "not valid YAML (nested too deeply)") from None
+    except ValueError as exc:  # a plain scalar Python cannot make: an int of over 4,300 digits, a date of month 13
+        raise InputError(path, f"not valid YAML (a value that cannot be read: {exc})") from None
 
 
 def _problem(exc: yaml.YAMLError) -> str:

@@ -338,7 +338,7 @@ def _conversation_of(path: Path) -> tuple[list[list[Any]], list[dict[str, Any]] 
     """(Learn calls as [tool, arguments, text, is_error], the rendered batch's rows) of the cassette at
     `path`, from the parsed-cassette cache when it holds them. The entry keeps each call's text as UTF-8
     bytes (a raw blob of the entry: read back without parsing a JSON string of a whole page); an entry
-    whose texts are not UTF-8 is not used (the cassette is parsed again)."""
+    of any other shape, or whose texts are not UTF-8, is not used (the cassette is parsed again)."""
     source = Cassette(path)
 
     def derive() -> tuple[list[list[Any]], list[dict[str, Any]] | None]:
@@ -348,15 +348,33 @@ def _conversation_of(path: Path) -> tuple[list[list[Any]], list[dict[str, Any]] 
         return calls, _rendered_rows(interactions)
 
     try:
-        kept, rows = cached(source, _CONVERSATION_TAG, derive, parser=_conversation_parser())
-        try:
-            calls = [[tool, args, text.decode("utf-8", "surrogatepass"), is_error] for tool, args, text, is_error in kept]
-        except (TypeError, ValueError, AttributeError):  # not what `derive` makes: the cassette is the truth
+        found = _read_back(cached(source, _CONVERSATION_TAG, derive, parser=_conversation_parser()))
+        if found is None:  # not what `derive` makes (a forged entry): the cassette is the truth
             kept, rows = derive()
-            calls = [[tool, args, text.decode("utf-8", "surrogatepass"), is_error] for tool, args, text, is_error in kept]
+            found = [[tool, args, text.decode("utf-8", "surrogatepass"), is_error] for tool, args, text, is_error in kept], rows
     except OSError as exc:
         raise reading_error(path, exc) from exc
-    return calls, rows
+    return found
+
+
+def _read_back(value: Any) -> tuple[list[list[Any]], list[dict[str, Any]] | None] | None:
+    """A conversation entry's value with its texts as text; None for anything but what `derive` makes of
+    a cassette with Learn calls as we record them (then the cassette is read, as without a cache)."""
+    if (type(value) is not tuple or len(value) != 2 or type(value[0]) is not list
+            or not (value[1] is None or type(value[1]) is list)):
+        return None
+    calls = []
+    for call in value[0]:
+        if type(call) is not list or len(call) != 4:
+            return None
+        tool, args, text, is_error = call
+        if type(tool) is not str or type(args) is not dict or type(text) is not bytes or type(is_error) is not bool:
+            return None
+        try:
+            calls.append([tool, args, text.decode("utf-8", "surrogatepass"), is_error])
+        except UnicodeDecodeError:
+            return None
+    return calls, value[1]
 
 
 def _rendered_rows(interactions: list[Interaction]) -> list[dict[str, Any]] | None:

@@ -147,3 +147,57 @@ def test_line_endings_are_read_as_before(project: Path) -> None:
     assert load_cassette(crlf) == expected
     assert load_cassette(crlf) == expected  # and from its entry
     assert _entry(project, crlf).is_file()
+
+
+_LOAD = """
+import sys
+from pathlib import Path
+from replay.cassettes.cache import Cassette, entry_is_current
+from replay.cassettes.cassette import _YAML_PARSER, load_cassette
+print(entry_is_current(Cassette(Path(sys.argv[1])), "", _YAML_PARSER), len(load_cassette(sys.argv[1])))
+"""
+
+
+@pytest.mark.parametrize("which", ["entry", "stamp"])
+@pytest.mark.parametrize("what", ["a named pipe", "a link to /dev/zero"])
+def test_a_cache_file_that_is_not_a_regular_file_is_not_read(which: str, what: str, project: Path) -> None:
+    """Issue 26 review: whoever can write the cache folder made every command that read the cassette
+    wait forever (a named pipe where an entry or a stamp is) or read until memory ran out (a link to
+    /dev/zero). Such a file is passed over as a missing one: the cassette is read."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    cassette = _cassette(project)
+    load_cassette(cassette)
+    entry = _entry(project, cassette)
+    target = entry if which == "entry" else entry.with_suffix(".stamp")  # a stamp is read wherever one is
+    target.unlink(missing_ok=True)
+    if what == "a named pipe":
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/dev/zero")
+
+    def little_memory() -> None:  # /dev/zero read to the end fails here, not on the machine
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    done = subprocess.run([sys.executable, "-c", _LOAD, str(cassette)], capture_output=True, text=True,
+                          timeout=60, preexec_fn=little_memory)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(which == "stamp"), "1"]  # an entry that is no file is not current
+
+
+@pytest.mark.parametrize("which", ["entry", "stamp"])
+def test_a_cache_file_nested_too_deep_to_parse_is_ignored(which: str, project: Path) -> None:
+    """Issue 26 review: a first line of 3,000 '[' (an entry's, or a stamp) was a RecursionError, an
+    internal error of every command that read the cassette."""
+    from replay.cassettes.cache import Cassette, entry_is_current
+    from replay.cassettes.cassette import _YAML_PARSER
+
+    cassette = _cassette(project)
+    expected = load_cassette(cassette)
+    entry = _entry(project, cassette)
+    (entry if which == "entry" else entry.with_suffix(".stamp")).write_bytes(b"[" * 3000 + b"\n")
+    assert entry_is_current(Cassette(cassette), "", _YAML_PARSER) is (which == "stamp")
+    assert load_cassette(cassette) == expected

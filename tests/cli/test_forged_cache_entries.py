@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from replay.cassettes.cache import entry_path
+from replay.cassettes.cache import OFF_VARIABLE, entry_path
 from replay.cassettes.entry_format import decode, encode
 from replay.cli.main import main
 from locations import REPO
@@ -92,10 +92,49 @@ def test_a_replay_index_of_more_interactions_than_its_cassette_is_one_line_and_r
     run = demo_copy(project)
     assert replay(run, project / "first.json", capsys)[0] == 0  # writes the entries, and a receipt:
     shutil.rmtree(project / ".judge-replay" / "cache" / "replays")  # without it, the next replay plays in full
-    forge(run, "replay-index", lambda rows: rows + rows)
-    code, err = replay(run, project / "forged.json", capsys)
-    assert code == 2 and "Traceback" not in err and "internal error" not in err, err
-    assert "replay-index.bin: " in err and "replay again" in err, err
-    code, err = replay(run, project / "again.json", capsys)
-    assert code == 0, err
+    assert forge(run, "replay-index", lambda rows: rows + rows) == 5
+    stops = 0
+    while (done := replay(run, project / "again.json", capsys))[0] != 0:  # each stop removes a forged index
+        code, err = done
+        assert code == 2 and "Traceback" not in err and "internal error" not in err, err
+        assert err.count("\n") == 1 and "replay-index.bin: not the replay index of " in err, err
+        stops += 1
+        assert stops <= 5
+    assert stops >= 1
     assert (project / "again.json").read_bytes() == honest.read_bytes()
+
+
+def _calls(change: Callable[[list[Any]], list[Any]]) -> Callable[[Any], Any]:
+    return lambda value: ([change(call) for call in value[0]], value[1])
+
+
+CONVERSATION_FORGERIES: dict[str, Callable[[Any], Any]] = {
+    "no value": lambda value: None,                       # was: internal error, cannot unpack None
+    "a number": lambda value: 5,
+    "three parts": lambda value: [1, 2, 3],               # was: internal error, too many values to unpack
+    "rows of a number": lambda value: (value[0], 5),      # was: internal error, 'int' object is not iterable
+    "arguments of a number": _calls(lambda call: [call[0], 5, *call[2:]]),
+    "a tool of a number": _calls(lambda call: [5, *call[1:]]),
+    "a text not UTF-8": _calls(lambda call: [*call[:2], b"\xff\xfe", call[3]]),
+    "a text of text": _calls(lambda call: [*call[:2], "text", call[3]]),
+    "is_error of text": _calls(lambda call: [*call[:3], "x"]),
+    "calls of three parts": _calls(lambda call: call[:3]),
+}
+
+
+@pytest.mark.parametrize("forgery", list(CONVERSATION_FORGERIES))
+def test_a_forged_conversation_entry_is_made_again_from_the_cassette(forgery: str, project: Path,
+                                                                    capsys: pytest.CaptureFixture[str],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    run = demo_copy(project)
+    baseline = str(REPO / "cassettes" / "v2-demo")
+    assert main(["--no-cache", "diff", baseline, str(run)]) == 0  # nothing read from the cache, nothing kept
+    honest = capsys.readouterr().out
+    monkeypatch.delenv(OFF_VARIABLE, raising=False)  # as --no-cache left it
+    assert main(["diff", baseline, str(run)]) == 0  # writes the entries
+    assert capsys.readouterr().out == honest
+    assert forge(run, "conversation", CONVERSATION_FORGERIES[forgery]) == 5
+    code = main(["diff", baseline, str(run)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out == honest

@@ -692,3 +692,27 @@ def test_judge_out_dash_is_refused_since_standard_output_shows_the_summary(proje
                  "--learn-url", closed_port_url(), "--anthropic-base-url", closed_port_url().removesuffix("/api/mcp")])
     assert_one_line(code, capsys.readouterr().err, "--out", (2,))
     assert not (project / "-").exists()
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "2020-13-45"], ids=["an int of 5,000 digits", "a date with month 13"])
+@pytest.mark.parametrize("argv", [["cassettes", "audit"], ["cassettes", "verify"]])
+def test_a_yaml_value_python_cannot_make_is_one_line(value: str, argv: list[str], project: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 26 review: a plain YAML scalar the safe loader makes with int() or date() (a status code of
+    5,000 digits, a date of month 13) raised that ValueError out of the loader: an internal error."""
+    cassette = project / "runs" / "a" / CASSETTE
+    text = cassette.read_text("utf-8")
+    assert "code: 200" in text
+    cassette.write_text(text.replace("code: 200", f"code: {value}", 1), "utf-8")
+    code = main([*argv, str(project / "runs" / "a")])
+    assert_one_line(code, capsys.readouterr().err, CASSETTE, (0, 2) if argv[1] == "audit" else (2,))  # audit: read as text
+
+
+@pytest.mark.parametrize("value", ['"' + "9" * 5000 + '"', '"²"'], ids=["text of 5,000 digits", "a superscript two"])
+def test_a_status_code_int_cannot_read_is_one_line(value: str, project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 26 review: a status code that str.isdigit() takes for digits and int() cannot read was an
+    internal error of every command that loads the cassette."""
+    cassette = project / "runs" / "a" / CASSETTE
+    cassette.write_text(cassette.read_text("utf-8").replace("code: 200", f"code: {value}", 1), "utf-8")
+    code = main(["cassettes", "verify", str(project / "runs" / "a")])
+    assert_one_line(code, capsys.readouterr().err, CASSETTE)

@@ -19,7 +19,8 @@ def test_the_reference_page_gives_every_kind_and_its_limit() -> None:
             if line.startswith("| ") and not line.startswith("| kind")}
     names = {"claims": "claims file", "gold": "gold set", "results": "results file", "run": "run.json",
              "cassette": "cassette", "prompt": "prompt file", "settings": "settings", "journal": "batch journal",
-             "receipt": "replay receipt", "snapshot": "snapshot file", "page": "page file", "file": "any other file"}
+             "receipt": "replay receipt", "snapshot": "snapshot file", "page": "page file", "cache": "derived-cache file",
+             "file": "any other file"}
     assert set(names) == set(LIMITS)
     assert {names[kind]: f"{limit // MiB} MiB" for kind, (_, limit) in LIMITS.items()} == rows
 
