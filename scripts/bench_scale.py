@@ -94,7 +94,7 @@ def bench_size(files: int, *, reuse: bool, repeat: int, commands: tuple[str, ...
         "drift": ([cli, "drift", "runs/before", "--against", "runs/after"], (0, 1)),
         "help": ([cli, "--help"], (0,)),
     }
-    receipts = ws / ".judge-replay" / "cache" / "replays"
+    receipts = Path(os.environ["JUDGE_REPLAY_CACHE_DIR"]) / "replays"  # the receipts live in the cache folder
     if "replay_cold" in commands:
         shutil.rmtree(ws / ".judge-replay" / "cache", ignore_errors=True)
         measures["replay_cold"] = timed(replay, ws)

@@ -110,8 +110,18 @@ def _folder() -> str:
 
 @functools.lru_cache(maxsize=16)
 def _entries_folder(variable: str) -> str:
-    base = os.path.abspath(os.path.expanduser(variable)) if variable else platformdirs.user_cache_dir("judge-replay")
-    return os.path.join(base, "cassettes")
+    return os.path.join(_base_folder(variable), "cassettes")
+
+
+def user_cache_base() -> Path:
+    """The folder of everything derived we keep (`cache_folder`'s parent): `JUDGE_REPLAY_CACHE_DIR`, else
+    the user's cache folder. Replay receipts live in it too (`runs.receipts`), so no clone carries one."""
+    return Path(_base_folder(os.environ.get(FOLDER_VARIABLE, "")))
+
+
+@functools.lru_cache(maxsize=16)
+def _base_folder(variable: str) -> str:
+    return os.path.abspath(os.path.expanduser(variable)) if variable else platformdirs.user_cache_dir("judge-replay")
 
 
 def _entries_base(cassette: Path) -> str | None:

@@ -20,8 +20,10 @@ byte (progress lines in claims-file order, as a full replay at concurrency 1 pri
 case runs the full replay: a changed or missing input, other code, a missing, unreadable or malformed
 receipt, `JUDGE_REPLAY_NO_CACHE=1`, a run folder outside the project, or any secret the user gave us
 (`secrets.registry`) occurring in an input (the scrubbing that then applies to a request depends on what was
-given, which no hash of ours should hold). Receipts live in `<project>/.judge-replay/cache/replays/`,
-one per run folder, written atomically; deleting them is always safe.
+given, which no hash of ours should hold). Receipts live in `replays/` of the user's cache folder
+(`cassettes.cache.user_cache_base`: `JUDGE_REPLAY_CACHE_DIR`, else the platform's), never in a project,
+so no clone can carry one in; one per run folder (named by its resolved path), written atomically;
+deleting them is always safe.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from typing import Protocol
 
 from pydantic import ValidationError
 
-from replay.cassettes.cache import Cassette, is_off
+from replay.cassettes.cache import Cassette, is_off, user_cache_base
 from replay.core.prompts import Prompt
 from replay.errors import ReplayError
 from replay.files.atomic import atomic_write_text
@@ -53,7 +55,12 @@ from replay.settings import project_root
 
 FORMAT = 3
 """Bump when what a receipt holds, or what its hash covers, changes."""
-FOLDER = Path(".judge-replay") / "cache" / "replays"
+
+
+def receipts_folder() -> Path:
+    """Where the receipts live (see the module docstring)."""
+    return user_cache_base() / "replays"
+
 PIECE = 1 << 18
 """Bytes of run.json and results.json read at a time while hashing them."""
 _ENV_PREFIXES = ("ANTHROPIC_", "JUDGE_REPLAY_", "SSL_", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
@@ -181,7 +188,7 @@ def receipt_for(run: Run, prompt: Prompt, batches: Sequence[tuple[Path, _OfFile]
     except OSError:
         return None
     name = hashlib.sha256(str(folder).encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return Receipt(root / FOLDER / f"{name}.json", digest.hexdigest())
+    return Receipt(receipts_folder() / f"{name}.json", digest.hexdigest())
 
 
 @cache

@@ -674,7 +674,7 @@ def test_a_replay_that_finds_a_request_only_through_a_known_secret_leaves_no_rec
     """Which secrets a process knows decides whether a request stored scrubbed is found (`_as_stored`):
     such a replay is not a function of the hashed inputs alone, so it must not answer a later replay."""
     from replay.secrets import registry as _secrets
-    from replay.runs.receipts import FOLDER
+    from replay.runs.receipts import receipts_folder
 
     key = "sk-ant-api03-" + "Kq7" * 14
     data = {"file": "docs/models.md", "claims": [dict(CLAIMS["a-models.json"]["claims"][0],
@@ -688,7 +688,7 @@ def test_a_replay_that_finds_a_request_only_through_a_known_secret_leaves_no_rec
     _secrets.forget_all()
     _secrets.remember(key)  # the user's key, as `judge --mode replay` remembers it
     assert replay_run("runs/keyed").files[0].results
-    assert not list((workdir / FOLDER).glob("*.json"))
+    assert not list(receipts_folder().glob("*.json"))
     _secrets.forget_all()
     _secrets.remember("sk-ant-api03-" + "Zx9" * 14)  # another key: the full replay cannot find the request
     with pytest.raises(CassetteMiss):

@@ -17,7 +17,7 @@ from replay.secrets import registry as _secrets
 from replay.cassettes.cache import OFF_VARIABLE
 from replay.cli.main import main
 from replay.errors import InputError
-from replay.runs.receipts import FOLDER, code_sha256, installed_distributions, receipt_for
+from replay.runs.receipts import code_sha256, installed_distributions, receipt_for, receipts_folder
 from replay.recording.recorder import recorders_created
 from replay.analysis.verify import verify_run
 from replay.judge.replaying import _run_claims, _run_prompt, replay_run
@@ -46,7 +46,9 @@ def replayed(**options: object) -> tuple[str, bool]:
 
 
 def receipts(project: Path) -> list[Path]:
-    return sorted((project / FOLDER).glob("*.json")) if (project / FOLDER).is_dir() else []
+    """The receipts kept (in the test's own cache folder: the conftest's JUDGE_REPLAY_CACHE_DIR)."""
+    folder = receipts_folder()
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
 
 
 def test_a_replay_of_unchanged_inputs_gives_the_full_replays_results_without_running(project: Path) -> None:
@@ -139,9 +141,27 @@ def test_no_shortcut_with_the_cache_off_or_outside_the_project(project: Path, mo
     monkeypatch.chdir(outside)
     (outside / "pyproject.toml").write_text("", "utf-8")
     shutil.copytree(project / "demo", outside / "demo")
+    kept = [(p, p.read_bytes()) for p in receipts(project)]
     with recorders_created() as recorders:
         replay_run(project / RUN)
-    assert recorders and not (outside / FOLDER).exists()
+    assert recorders and [(p, p.read_bytes()) for p in receipts(outside)] == kept  # ran in full, kept no receipt
+
+
+def test_a_receipt_carried_in_a_clone_is_never_read(project: Path, tmp_path_factory: pytest.TempPathFactory,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Receipts live in the user's cache folder, not the project: one a clone carries in the project's
+    `.judge-replay/` (where they used to live, and a hostile contributor could plant one) answers nothing."""
+    mine = tmp_path_factory.mktemp("user-cache")
+    monkeypatch.setenv("JUDGE_REPLAY_CACHE_DIR", str(mine))
+    full, ran = replayed()
+    [receipt] = receipts(project)
+    assert ran and receipt.is_relative_to(mine)
+    carried = project / ".judge-replay" / "cache" / "replays"
+    carried.mkdir(parents=True)
+    shutil.copy(receipt, carried / receipt.name)
+    monkeypatch.setenv("JUDGE_REPLAY_CACHE_DIR", str(tmp_path_factory.mktemp("a-fresh-machine")))
+    again, ran_again = replayed()
+    assert ran_again and again == full
 
 
 def test_a_damaged_receipt_replays_in_full(project: Path) -> None:
@@ -209,8 +229,8 @@ def test_a_receipted_replay_never_imports_the_sdk(project: Path) -> None:
 
 
 def test_a_receipt_that_cannot_be_written_costs_only_the_shortcut(project: Path) -> None:
-    (project / FOLDER).parent.mkdir(parents=True, exist_ok=True)
-    (project / FOLDER).write_text("a file where the receipts folder goes", "utf-8")
+    receipts_folder().parent.mkdir(parents=True, exist_ok=True)
+    receipts_folder().write_text("a file where the receipts folder goes", "utf-8")
     full, ran = replayed()
     again, ran_again = replayed()
     assert ran and ran_again and again == full
