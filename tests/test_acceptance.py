@@ -25,7 +25,10 @@ REPO = Path(__file__).resolve().parents[1]
 PAGES = REPO / "demo" / "pages" / "2026-06"
 CLAIMS = REPO / "demo" / "claims"
 CANARY = "sk-ant-api03-CANARY" + "x7Q2" * 20 + "AA"
-CLI = [sys.executable, "-c", "import sys; from replay.cli.main import main; sys.exit(main())"]
+CLI = [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+       "from replay.cli.main import main; sys.exit(main())"]
+"""The CLI in a process of its own, which a SIGINT interrupts as Ctrl-C at a terminal does, even when the tests
+run with SIGINT ignored (a background job of a shell: its children would ignore it too, and run on)."""
 
 
 def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, prefix: list[str] | None = None,
