@@ -123,6 +123,12 @@ def _wrapped_paragraph(text: str, width: int, indent: int, hang: int) -> list[st
         kept = text.lstrip(" ")  # as the loop below makes it: leading spaces dropped, the rest kept
         if indent + len(kept) <= width:
             return [(" " * indent + kept).rstrip()]
+    return words_loop(text, width, indent, hang)
+
+
+def words_loop(text: str, width: int, indent: int, hang: int) -> list[str]:
+    """One paragraph wrapped word by word (what `_wrapped_paragraph` gives, without its short cut for a
+    printable-ASCII paragraph that fits: the tests hold the two equal)."""
     lines: list[str] = []
     line = ""
     lead = indent

@@ -243,30 +243,10 @@ def test_inits_next_steps_fit_and_paste(tmp_path, columns):
         "cd 'my docs'", "judge-replay judge --help", "judge-replay bakeoff --check", "pytest --snapshot-update"]
 
 
-def _words_loop(text: str, width: int, indent: int, hang: int) -> list[str]:
-    """The word-by-word wrapping of one paragraph, as `wrap_words` does it for text that is not one
-    printable-ASCII line that fits (its short cut must give the same lines)."""
-    lines: list[str] = []
-    line, lead = "", indent
-    for word in text.split(" "):
-        candidate = f"{line} {word}" if line else word
-        if not line or lead + cell_len(candidate) <= width:
-            line = candidate
-        else:
-            lines.append(" " * lead + line)
-            line, lead = word, hang
-        while lead + cell_len(line) > width and " " not in line and width - lead > 0:
-            cut = max(1, width - lead)
-            lines.append(" " * lead + line[:cut])
-            line, lead = line[cut:], hang
-    lines.append(" " * lead + line)
-    return [ln.rstrip() for ln in lines]
-
-
 def test_a_printable_ascii_paragraph_that_fits_wraps_as_word_by_word_wrapping_does():
     import random
 
-    from replay.reports.fit import wrap_words
+    from replay.reports.fit import words_loop, wrap_words
 
     rng = random.Random(7)
     pieces = ["a", "bb", "word", "", " ", "  ", "x" * 30, "~!", "\t", "é"]
@@ -275,4 +255,4 @@ def test_a_printable_ascii_paragraph_that_fits_wraps_as_word_by_word_wrapping_do
         width, indent, hang = rng.randint(1, 60), rng.choice([0, 2, 4]), rng.choice([2, 4])
         if not (text.isascii() and text.isprintable()):
             continue
-        assert wrap_words(text, width, indent=indent, hang=hang) == _words_loop(text, width, indent, hang), (text, width)
+        assert wrap_words(text, width, indent=indent, hang=hang) == words_loop(text, width, indent, hang), (text, width)
